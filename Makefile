@@ -1,0 +1,44 @@
+# Two commands do everything on a fresh machine: `make run` and `make test`.
+SHELL := /bin/bash
+PYTHON ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+CORES ?= all
+SNAKEMAKE_ARGS ?=
+
+.PHONY: help setup run test test-fast lint lock report clean
+
+help:  ## list the targets
+	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
+
+$(STAMP): requirements.lock pyproject.toml
+	@command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) not found; install Python 3.11 or run make PYTHON=/path/to/python3.11"; exit 2; }
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -r requirements.lock
+	$(BIN)/python -m pip install --quiet --no-deps -e .
+	touch $(STAMP)
+
+setup: $(STAMP)  ## create .venv and install the pinned dependency set and the package
+
+run: setup  ## set up, then run the default study (snakemake --cores all)
+	$(BIN)/snakemake --cores $(CORES) $(SNAKEMAKE_ARGS)
+
+test: setup  ## set up, then run the whole test suite (unit, workflow, end-to-end smoke)
+	$(BIN)/python -m pytest
+
+test-fast: setup  ## the tests that do not train (seconds)
+	$(BIN)/python -m pytest -m "not slow"
+
+lint: setup  ## snakemake --lint
+	$(BIN)/snakemake --lint
+
+report: setup  ## snakemake's own self-contained HTML report of the last run
+	$(BIN)/snakemake --report results/report/snakemake_report.html
+
+lock:  ## re-pin requirements.lock from requirements.in (needs uv)
+	uv pip compile requirements.in -o requirements.lock --python-version 3.11
+
+clean:  ## delete every output (results/ is rebuilt by the next run)
+	rm -rf results/data results/runs results/report results/mlflow results/logs results/benchmarks .snakemake

@@ -1,0 +1,42 @@
+#!/usr/bin/env python
+"""Train one arm and write its steps.csv and summary.json.
+
+By hand, with Hydra overrides (composed against conf/ and its schema):
+    python scripts/train.py experiment=tuned trainer.steps=30
+    python scripts/train.py size=smoke experiment=baseline --print-config
+From the DAG, on a config already composed by the compose_config rule:
+    python scripts/train.py --run-config results/runs/seed_case/tuned/config.yaml \
+        --manifest results/data/photos16mp/manifest.json
+"""
+
+import argparse
+import sys
+
+from omegaconf import OmegaConf
+
+from perfstudy import config, train
+from perfstudy.cli import main_guard, setup_logging
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("overrides", nargs="*", help="Hydra overrides, e.g. experiment=tuned")
+    parser.add_argument("--run-config", help="a resolved config.yaml (skips composing)")
+    parser.add_argument("--manifest", help="the dataset's manifest.json (default: make it)")
+    parser.add_argument("--print-config", action="store_true", help="print the config, exit")
+    parser.add_argument("--log-file", help="also write the log here")
+    args = parser.parse_args()
+    setup_logging(args.log_file)
+    if args.run_config:
+        cfg = config.load_run_config(args.run_config)
+    else:
+        cfg = config.compose_run_config(args.overrides)
+    if args.print_config:
+        print(OmegaConf.to_yaml(cfg))
+        return
+    train.run(cfg, manifest_path=args.manifest)
+
+
+if __name__ == "__main__":
+    sys.exit(main_guard(main))

@@ -1,0 +1,36 @@
+"""Shared plumbing of the scripts/ programs: logging and turning user errors into one line."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from perfstudy.config import ConfigError
+from perfstudy.data import DatasetError
+
+USER_ERRORS: tuple[type[BaseException], ...] = (ConfigError, DatasetError, FloatingPointError)
+
+
+class UserError(Exception):
+    """A problem the user can fix; its message is one sentence that says how."""
+
+
+def setup_logging(log_file: str | None = None) -> None:
+    """Log to stderr (Snakemake sends it to the rule's log) and optionally to a file."""
+    handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
+    if log_file:
+        handlers.append(logging.FileHandler(log_file))
+    logging.basicConfig(level=logging.INFO, handlers=handlers, force=True,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+
+def main_guard(func: Callable[[], Any]) -> int:
+    """Run func; a user error prints one sentence to stderr and exits 2."""
+    try:
+        func()
+    except (UserError, *USER_ERRORS) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return 0

@@ -1,0 +1,264 @@
+"""Structured-config schema of one training run, and composing it with Hydra.
+
+The dataclasses below are the schema: every YAML file in ``conf/`` is merged into
+them, so a misspelt key or a value of the wrong type fails when the config is
+composed, before any work starts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+from hydra import compose, initialize_config_dir
+from hydra.core.config_store import ConfigStore
+from hydra.errors import HydraException
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+CONF_DIR = Path(__file__).resolve().parents[2] / "conf"
+
+
+class ConfigError(ValueError):
+    """A user-caused configuration problem, phrased as one sentence with the fix."""
+
+
+@dataclass
+class DataConfig:
+    """Where images come from: a generated photo ImageFolder, or a user's own."""
+
+    name: str = "photos16mp"  # folder name under paths.data_root for generated data
+    path: Optional[str] = None  # a user's ImageFolder; None means: generate one
+    num_images: int = 160
+    num_classes: int = 4
+    image_width: int = 4608
+    image_height: int = 3456
+    jpeg_quality: int = 90
+    seed: int = 0
+
+
+@dataclass
+class ModelConfig:
+    """The network: ResNet50 (bottleneck v1.5), as in the MindSpore ModelZoo."""
+
+    name: str = "resnet50"
+    num_classes: int = 4  # set from data.num_classes by the size/experiment files
+
+
+@dataclass
+class PipelineConfig:
+    """The case study's input pipeline."""
+
+    image_size: int = 32
+    batch_size: int = 32
+    # None: call map() without num_parallel_workers, i.e. MindSpore's default (the
+    # article's baseline). An int is passed as the article's fix did.
+    num_parallel_workers: Optional[int] = None
+    # The process-wide default MindSpore uses when map() gets no num_parallel_workers
+    # (mindspore.dataset.config.set_num_parallel_workers). None leaves MindSpore's own.
+    global_default_workers: Optional[int] = 1
+    shuffle: bool = True
+    drop_remainder: bool = True
+
+
+@dataclass
+class OptimizerConfig:
+    """Momentum SGD with a learning-rate schedule."""
+
+    name: str = "momentum"
+    lr: float = 0.001
+    momentum: float = 0.9
+    weight_decay: float = 1e-4
+    schedule: str = "cosine"  # constant | cosine | step
+    warmup_steps: int = 0  # linear lr warm-up (optimizer warm-up, not timing warm-up)
+    step_gamma: float = 0.1
+    step_every: int = 10
+    loss_scale: float = 1.0
+
+
+@dataclass
+class TrainerConfig:
+    """How long to train and which steps the timing summary leaves out."""
+
+    steps: int = 30
+    device_target: str = "CPU"  # CPU | GPU | Ascend
+    mode: str = "graph"  # graph | pynative
+    seed: int = 1
+    # Steps dropped after the compile step before the drain rule looks at the data queue.
+    warmup_steps: int = 1
+    min_measured_steps: int = 3
+    log_every: int = 5
+    calibration_steps: int = 3
+
+
+@dataclass
+class ProfilerConfig:
+    """Profiling of the run (the MindSpore profiler is wired in by a later stage)."""
+
+    name: str = "off"  # off | light | full
+    start_step: int = 0
+    num_steps: int = 0
+
+
+@dataclass
+class TrackingConfig:
+    """Where results are logged (MLflow)."""
+
+    # None: $MLFLOW_TRACKING_URI if set, else sqlite:///<paths.results>/mlflow/mlflow.db
+    uri: Optional[str] = None
+    experiment_prefix: str = "perfstudy"
+
+
+@dataclass
+class PathsConfig:
+    """Output locations (see DESIGN.md's output contract)."""
+
+    results: str = "results"
+    data_root: str = "${paths.results}/data"
+    run_dir: str = "${paths.results}/runs/${study}/${arm}"
+
+
+@dataclass
+class RunConfig:
+    """One training run of one arm of one study."""
+
+    study: str = "adhoc"
+    arm: str = "adhoc"
+    size: str = "cpu_demo"
+    data: DataConfig = field(default_factory=DataConfig)
+    model: ModelConfig = field(default_factory=ModelConfig)
+    pipeline: PipelineConfig = field(default_factory=PipelineConfig)
+    optimizer: OptimizerConfig = field(default_factory=OptimizerConfig)
+    trainer: TrainerConfig = field(default_factory=TrainerConfig)
+    profiler: ProfilerConfig = field(default_factory=ProfilerConfig)
+    tracking: TrackingConfig = field(default_factory=TrackingConfig)
+    paths: PathsConfig = field(default_factory=PathsConfig)
+
+
+_CHOICES = {
+    "trainer.device_target": ("CPU", "GPU", "Ascend"),
+    "trainer.mode": ("graph", "pynative"),
+    "optimizer.name": ("momentum",),
+    "optimizer.schedule": ("constant", "cosine", "step"),
+    "model.name": ("resnet50",),
+    "profiler.name": ("off", "light", "full"),
+}
+_POSITIVE = (
+    "data.num_images", "data.num_classes", "data.image_width", "data.image_height",
+    "model.num_classes", "pipeline.image_size", "pipeline.batch_size", "trainer.steps",
+    "trainer.min_measured_steps", "trainer.log_every", "trainer.calibration_steps",
+)
+
+
+def register_schema() -> None:
+    """Register the schema with Hydra's ConfigStore (idempotent)."""
+    ConfigStore.instance().store(name="run_schema", node=RunConfig)
+
+
+def _one_sentence(exc: Exception) -> str:
+    text = str(exc).strip().splitlines()
+    first = text[0] if text else type(exc).__name__
+    full_key = next((ln.split(":", 1)[1].strip() for ln in text if ln.startswith("full_key:")), "")
+    if "not in struct" in str(exc) or "Key '" in first and "not in" in first:
+        return (f"Unknown config key {full_key or first}: check its spelling against "
+                f"src/perfstudy/config.py or `python scripts/train.py --cfg job`.")
+    if full_key:
+        return f"Bad value for config key '{full_key}': {first}; fix the value in conf/ or the override."
+    return f"The configuration could not be composed: {first}."
+
+
+def validate(cfg: DictConfig) -> None:
+    """Check value ranges that types alone cannot express; raise ConfigError."""
+    for key, allowed in _CHOICES.items():
+        value = OmegaConf.select(cfg, key)
+        if value not in allowed:
+            raise ConfigError(f"Config key '{key}' is {value!r}; use one of {', '.join(allowed)}.")
+    for key in _POSITIVE:
+        value = OmegaConf.select(cfg, key)
+        if value is None or value <= 0:
+            raise ConfigError(f"Config key '{key}' is {value!r}; it must be a positive integer.")
+    workers = cfg.pipeline.num_parallel_workers
+    if workers is not None and workers <= 0:
+        raise ConfigError(
+            f"pipeline.num_parallel_workers is {workers}; use a positive integer, "
+            "or null for MindSpore's default.")
+    default_workers = cfg.pipeline.global_default_workers
+    if default_workers is not None and default_workers <= 0:
+        raise ConfigError(
+            f"pipeline.global_default_workers is {default_workers}; use a positive integer or null.")
+    if not 1 <= cfg.data.jpeg_quality <= 100:
+        raise ConfigError(f"data.jpeg_quality is {cfg.data.jpeg_quality}; use 1..100.")
+    if cfg.trainer.warmup_steps < 0:
+        raise ConfigError(f"trainer.warmup_steps is {cfg.trainer.warmup_steps}; use 0 or more.")
+    if cfg.trainer.steps < 1 + cfg.trainer.warmup_steps + cfg.trainer.min_measured_steps:
+        raise ConfigError(
+            f"trainer.steps is {cfg.trainer.steps}, too few: the compile step, "
+            f"{cfg.trainer.warmup_steps} warm-up step(s) and at least "
+            f"{cfg.trainer.min_measured_steps} measured steps are needed; raise trainer.steps.")
+    if cfg.model.num_classes < cfg.data.num_classes and cfg.data.path is None:
+        raise ConfigError(
+            f"model.num_classes ({cfg.model.num_classes}) is below data.num_classes "
+            f"({cfg.data.num_classes}); set model.num_classes to at least the class count.")
+
+
+def compose_run_config(overrides: list[str] | tuple[str, ...] = (), *,
+                       config_dir: Path = CONF_DIR) -> DictConfig:
+    """Compose, type-check, range-check and resolve one run's config.
+
+    Raises ConfigError with one sentence for every user mistake Hydra or OmegaConf
+    reports (unknown key, wrong type, unknown option of a group).
+    """
+    register_schema()
+    try:
+        with initialize_config_dir(config_dir=str(config_dir), version_base="1.3"):
+            cfg = compose(config_name="config", overrides=list(overrides))
+        OmegaConf.resolve(cfg)
+    except (HydraException, OmegaConfBaseException) as exc:
+        raise ConfigError(_one_sentence(exc)) from None
+    validate(cfg)
+    return cfg
+
+
+def load_run_config(path: str | Path) -> DictConfig:
+    """Load a resolved config.yaml written by compose, re-checking it against the schema."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"Run config {path} does not exist; run the compose_config rule first.")
+    try:
+        cfg = OmegaConf.merge(OmegaConf.structured(RunConfig), OmegaConf.load(path))
+    except OmegaConfBaseException as exc:
+        raise ConfigError(_one_sentence(exc)) from None
+    validate(cfg)
+    return cfg
+
+
+def to_container(cfg: DictConfig) -> dict[str, Any]:
+    """Plain, resolved dict of a config."""
+    return OmegaConf.to_container(cfg, resolve=True)  # type: ignore[return-value]
+
+
+# Keys that say where a run writes, not what it computes: left out of the hash so the
+# same experiment in another results folder hashes the same.
+_HASH_EXCLUDED = ("paths", "tracking", "study", "arm")
+
+
+def config_hash(cfg: DictConfig) -> str:
+    """Short sha256 of what determines the computation (not where outputs go)."""
+    data = {k: v for k, v in to_container(cfg).items() if k not in _HASH_EXCLUDED}
+    blob = json.dumps(data, sort_keys=True, separators=(",", ":")).encode()
+    return hashlib.sha256(blob).hexdigest()[:16]
+
+
+def flatten(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Flatten nested dicts to dotted keys, e.g. {'trainer.steps': 30}."""
+    flat: dict[str, Any] = {}
+    for key, value in data.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            flat.update(flatten(value, f"{name}."))
+        else:
+            flat[name] = value
+    return flat

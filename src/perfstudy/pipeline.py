@@ -1,0 +1,108 @@
+"""The case study's MindSpore input pipeline, with num_parallel_workers as the article used it."""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+from dataclasses import dataclass
+from typing import Optional
+
+import mindspore.dataset as ds
+from mindspore.dataset import vision
+
+log = logging.getLogger(__name__)
+
+# ImageNet statistics on the 0..255 scale, as in the article's code.
+MEAN = [0.485 * 255, 0.456 * 255, 0.406 * 255]
+STD = [0.229 * 255, 0.224 * 255, 0.225 * 255]
+
+
+@dataclass(frozen=True)
+class Workers:
+    """Map workers asked for vs used.
+
+    requested None means map() is called without num_parallel_workers; then MindSpore's
+    process-wide default applies (`global_default`, what this study sets it to) instead of
+    what MindSpore itself would choose on this machine (`mindspore_default`).
+    """
+
+    requested: Optional[int]
+    effective: int
+    global_default: Optional[int]
+    mindspore_default: int
+    cpu_count: int
+    clamped: bool
+
+    def as_dict(self) -> dict:
+        """JSON-ready form for summary.json and MLflow."""
+        return {"requested": self.requested, "effective": self.effective,
+                "global_default": self.global_default,
+                "mindspore_default": self.mindspore_default,
+                "cpu_count": self.cpu_count, "clamped": self.clamped}
+
+
+def cpu_count() -> int:
+    """CPUs this process may use (respects affinity masks, e.g. under Snakemake/SLURM)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - non-Linux
+        return os.cpu_count() or 1
+
+
+_MINDSPORE_DEFAULT = ds.config.get_num_parallel_workers()
+
+
+def resolve_workers(requested: Optional[int], global_default: Optional[int],
+                    cpus: Optional[int] = None) -> Workers:
+    """Clamp the requested map workers to the CPUs (MindSpore raises above that)."""
+    cpus = cpus or cpu_count()
+    asked = requested if requested is not None else (global_default or _MINDSPORE_DEFAULT)
+    effective = min(asked, cpus)
+    clamped = effective < asked
+    if clamped:
+        log.warning("num_parallel_workers=%d asked for, but this machine has %d CPUs and "
+                    "MindSpore refuses more workers than CPUs: using %d.", asked, cpus, effective)
+    return Workers(requested, effective, global_default, _MINDSPORE_DEFAULT, cpus, clamped)
+
+
+def train_transforms(image_size: int) -> list:
+    """The article's training transforms."""
+    return [
+        vision.RandomCropDecodeResize(image_size, scale=(0.08, 1.0), ratio=(0.75, 1.333)),
+        vision.RandomHorizontalFlip(prob=0.5),
+        vision.Normalize(mean=MEAN, std=STD),
+        vision.HWC2CHW(),
+    ]
+
+
+def eval_transforms(image_size: int) -> list:
+    """The article's evaluation transforms (Resize(256) scaled with the input size)."""
+    resize = max(image_size, round(image_size * 256 / 224))
+    return [vision.Decode(), vision.Resize(resize), vision.CenterCrop(image_size),
+            vision.Normalize(mean=MEAN, std=STD), vision.HWC2CHW()]
+
+
+def create_train_dataset(root: str, pipe_cfg, num_batches: int, seed: int,
+                         workers: Workers) -> ds.Dataset:
+    """ImageFolder -> the article's map -> batch, repeated to give `num_batches` batches.
+
+    The baseline calls map() WITHOUT num_parallel_workers, exactly as the article's code;
+    MindSpore then uses its process-wide default, which this study sets (1, the article's).
+    """
+    ds.config.set_seed(seed)
+    if pipe_cfg.global_default_workers is not None:
+        ds.config.set_num_parallel_workers(min(pipe_cfg.global_default_workers, workers.cpu_count))
+    data = ds.ImageFolderDataset(root, shuffle=pipe_cfg.shuffle, decode=False)
+    per_epoch = data.get_dataset_size() // pipe_cfg.batch_size
+    if per_epoch < 1:
+        raise ValueError(f"The dataset at {root} has {data.get_dataset_size()} images, fewer than "
+                         f"one batch of {pipe_cfg.batch_size}; lower pipeline.batch_size.")
+    transforms = train_transforms(pipe_cfg.image_size)
+    if workers.requested is None:
+        data = data.map(operations=transforms, input_columns="image")
+    else:
+        data = data.map(operations=transforms, input_columns="image",
+                        num_parallel_workers=workers.effective)
+    data = data.batch(pipe_cfg.batch_size, drop_remainder=pipe_cfg.drop_remainder)
+    return data.repeat(math.ceil(num_batches / per_epoch))

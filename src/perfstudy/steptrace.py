@@ -1,0 +1,145 @@
+"""Step-trace arithmetic: host timestamps of each step -> gap / fwd+bwd / tail, and the summary.
+
+Definitions (the case study's, see DESIGN.md):
+  iteration gap     end of the previous step -> batch in hand (the step waited for data)
+  forward+backward  batch in hand -> loss and gradients computed
+  iteration tail    gradients computed -> optimizer update done (end of step)
+Consecutive steps share a boundary, so the step times add up to the wall time.
+
+Which steps are summarised ("steady state"):
+  1. step 0 compiles the graph: excluded;
+  2. `warmup_steps` more are excluded;
+  3. drain rule: while the pipeline's queues still hold the batches buffered during the
+     compile, steps get data at once and the run looks compute-bound. The steady gap level
+     G is the median gap of the last half of the run. If G is below the noise floor
+     (max(5 ms, 5 % of the median step)), the pipeline keeps up and nothing more is dropped.
+     Otherwise the queue has drained at the first step, after 1 and 2, whose gap reaches G/2;
+     the steps before it are excluded as `drain` steps.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+STEP_COLUMNS = ["step", "phase", "gap_ms", "fwd_bwd_ms", "tail_ms", "step_ms", "loss",
+                "images_per_s", "start_time_s"]
+NOISE_FLOOR_MS = 5.0
+NOISE_FLOOR_SHARE = 0.05
+
+
+@dataclass
+class StepTimes:
+    """Host timestamps (seconds, time.time() clock) of one training step."""
+
+    step: int
+    start_s: float  # end of the previous step (or of the loop's start)
+    data_ready_s: float  # batch in hand
+    fwd_bwd_end_s: float  # loss and gradients computed (synchronised)
+    end_s: float  # optimizer update done (synchronised)
+    loss: float
+
+
+def steps_frame(records: list[StepTimes], batch_size: int) -> pd.DataFrame:
+    """One row per step in milliseconds, the `phase` column still unset."""
+    rows = []
+    for rec in records:
+        step_ms = (rec.end_s - rec.start_s) * 1e3
+        rows.append({
+            "step": rec.step,
+            "phase": "",
+            "gap_ms": (rec.data_ready_s - rec.start_s) * 1e3,
+            "fwd_bwd_ms": (rec.fwd_bwd_end_s - rec.data_ready_s) * 1e3,
+            "tail_ms": (rec.end_s - rec.fwd_bwd_end_s) * 1e3,
+            "step_ms": step_ms,
+            "loss": rec.loss,
+            "images_per_s": batch_size / (step_ms / 1e3) if step_ms > 0 else float("nan"),
+            "start_time_s": rec.start_s,
+        })
+    return pd.DataFrame(rows, columns=STEP_COLUMNS)
+
+
+def assign_phases(frame: pd.DataFrame, warmup_steps: int) -> tuple[pd.DataFrame, str]:
+    """Label each step compile / warmup / drain / measured; return the frame and the reason."""
+    frame = frame.copy()
+    count = len(frame)
+    first_candidate = min(count, 1 + warmup_steps)
+    phases = ["compile"] + ["warmup"] * (first_candidate - 1) + [""] * (count - first_candidate)
+    phases = phases[:count]
+    tail_half = frame["gap_ms"].iloc[max(first_candidate, count // 2):]
+    steady_gap = float(tail_half.median()) if len(tail_half) else 0.0
+    median_step = float(frame["step_ms"].iloc[first_candidate:].median()) if count > first_candidate else 0.0
+    floor = max(NOISE_FLOOR_MS, NOISE_FLOOR_SHARE * median_step)
+    drain_end = first_candidate
+    if steady_gap < floor:
+        reason = (f"steady gap {steady_gap:.1f} ms is below the noise floor {floor:.1f} ms: "
+                  "the pipeline keeps up, no drain steps")
+    else:
+        gaps = frame["gap_ms"].to_numpy()
+        reached = [i for i in range(first_candidate, count) if gaps[i] >= steady_gap / 2]
+        drain_end = reached[0] if reached else first_candidate
+        reason = (f"steady gap {steady_gap:.1f} ms (median of the last half); the queue counts "
+                  f"as drained at step {drain_end}, the first whose gap reached half of it")
+    for i in range(first_candidate, count):
+        phases[i] = "drain" if i < drain_end else "measured"
+    frame["phase"] = phases
+    return frame, reason
+
+
+def _spread(values: pd.Series) -> dict[str, float]:
+    arr = values.to_numpy(dtype=float)
+    return {"median": float(np.median(arr)), "p10": float(np.percentile(arr, 10)),
+            "p90": float(np.percentile(arr, 90)), "mean": float(np.mean(arr))}
+
+
+def summarize(frame: pd.DataFrame, batch_size: int, min_measured_steps: int) -> dict[str, Any]:
+    """Summary statistics of the measured steps (frame must carry phases)."""
+    measured = frame[frame["phase"] == "measured"]
+    if len(measured) < min_measured_steps:
+        raise ValueError(
+            f"Only {len(measured)} steady-state steps remain after excluding compile, warm-up "
+            f"and drain steps (need {min_measured_steps}); raise trainer.steps.")
+    window_ms = float(measured["step_ms"].sum())
+    steady_step_ms = window_ms / len(measured)
+    excluded = frame[frame["phase"] != "measured"]["phase"].value_counts().to_dict()
+    return {
+        "steps_total": int(len(frame)),
+        "steps_measured": int(len(measured)),
+        "steps_excluded": int(len(frame) - len(measured)),
+        "steps_excluded_by_phase": {k: int(v) for k, v in excluded.items()},
+        "first_measured_step": int(measured["step"].iloc[0]),
+        "compile_ms": float(frame["step_ms"].iloc[0]),
+        "step_ms": _spread(measured["step_ms"]),
+        "gap_ms": _spread(measured["gap_ms"]),
+        "fwd_bwd_ms": _spread(measured["fwd_bwd_ms"]),
+        "tail_ms": _spread(measured["tail_ms"]),
+        "gap_share": float(measured["gap_ms"].sum() / window_ms) if window_ms > 0 else 0.0,
+        "window_wall_s": window_ms / 1e3,
+        "steady_step_ms": steady_step_ms,
+        "images_per_s": batch_size / (steady_step_ms / 1e3),
+        "final_loss": float(frame["loss"].iloc[-1]),
+    }
+
+
+def cpu_bound(pipeline_cpu_ms: float, compute_cpu_ms: float, cpu_count: int) -> float:
+    """Floor on a step when pipeline and network share `cpu_count` cores (ms per batch)."""
+    return (pipeline_cpu_ms + compute_cpu_ms) / cpu_count
+
+
+def step_floor(calibration: dict[str, float], cpu_count: int) -> dict[str, float]:
+    """The three floors a step cannot beat, and which one binds.
+
+    compute: the network alone (no pipeline running); input: the pipeline alone at this
+    arm's worker count; cpu: both sharing the cores.
+    """
+    floors = {
+        "compute_floor_ms": calibration["compute_wall_ms"],
+        "input_floor_ms": calibration["pipeline_wall_ms"],
+        "cpu_floor_ms": cpu_bound(calibration["pipeline_cpu_ms"], calibration["compute_cpu_ms"],
+                                  cpu_count),
+    }
+    binding = max(floors, key=floors.get)
+    return {**floors, "floor_ms": floors[binding], "binding_floor": binding.replace("_floor_ms", "")}
