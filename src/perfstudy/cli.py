@@ -26,11 +26,12 @@ def setup_logging(log_file: str | None = None) -> None:
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
 
-def main_guard(func: Callable[[], Any]) -> int:
+def main_guard(func: Callable[[], Any],
+               extra_errors: tuple[type[BaseException], ...] = ()) -> int:
     """Run func; a user error prints one sentence to stderr and exits 2."""
     try:
         func()
-    except (UserError, *USER_ERRORS) as exc:
+    except (UserError, *USER_ERRORS, *extra_errors) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     return 0

@@ -240,7 +240,14 @@ def load_manifest(path: str | Path) -> dict[str, Any]:
 
 
 def dataset_dir(data_cfg, data_root: str | Path) -> Path:
-    """Folder under data_root holding the dataset's manifest (and generated images)."""
+    """Folder under data_root holding the dataset's manifest (and generated images).
+
+    A user's folder gets its own name (folder name + hash of its path), so its manifest
+    never lands beside generated images.
+    """
+    if data_cfg.path:
+        resolved = str(Path(data_cfg.path).expanduser().resolve())
+        return Path(data_root) / f"user-{Path(resolved).name}-{hashlib.sha256(resolved.encode()).hexdigest()[:8]}"
     return Path(data_root) / data_cfg.name
 
 

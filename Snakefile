@@ -1,0 +1,25 @@
+# The study's only entry point:  snakemake --cores all
+# Settings: workflow/config.yaml (validated by workflow/schemas/config.schema.yaml); change
+# them with --config, e.g.  snakemake --cores all --config study=seed_case overrides='[size=smoke]'
+from snakemake.utils import min_version, validate
+
+min_version("9.0")
+
+
+configfile: "workflow/config.yaml"
+
+
+validate(config, "workflow/schemas/config.schema.yaml")
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/data.smk"
+include: "workflow/rules/train.smk"
+include: "workflow/rules/track.smk"
+include: "workflow/rules/report.smk"
+
+
+rule all:
+    input:
+        study_outputs(),
+    default_target: True

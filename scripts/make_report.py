@@ -1,0 +1,47 @@
+#!/usr/bin/env python
+"""Build the study's report (comparison.csv, figures, report.md, report.html) from its arms.
+
+    python scripts/make_report.py --study seed_case --runs-dir results/runs/seed_case \
+        --out results/report/seed_case --arms baseline tuned
+"""
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from perfstudy import report
+from perfstudy.cli import UserError, main_guard, setup_logging
+from perfstudy.io import read_json
+
+log = logging.getLogger("make_report")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--study", required=True)
+    parser.add_argument("--runs-dir", required=True)
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--arms", nargs="+", required=True)
+    args = parser.parse_args()
+    setup_logging()
+    arms = []
+    for name in args.arms:
+        run_dir = Path(args.runs_dir) / name
+        summary = read_json(run_dir / "summary.json")
+        if summary.get("study") != args.study or summary.get("arm") != name:
+            raise UserError(f"{run_dir}/summary.json belongs to study {summary.get('study')!r} "
+                            f"arm {summary.get('arm')!r}, not {args.study!r}/{name!r}; delete "
+                            "that folder and run snakemake again.")
+        arms.append(report.Arm(name, summary, pd.read_csv(run_dir / "steps.csv")))
+    paths = report.build(args.study, arms, args.out)
+    for arm in arms:
+        log.info(report.verdict(arm, arms[0] if arms[0].name == "baseline" else None))
+    log.info("report: %s", paths["html"])
+
+
+if __name__ == "__main__":
+    sys.exit(main_guard(main))

@@ -1,0 +1,51 @@
+#!/usr/bin/env python
+"""Log one arm (config, per-step metrics, summary, artifacts) as a child run of its study.
+
+Re-running it updates the same run; see perfstudy.tracking for the rules.
+    python scripts/track_arm.py --run-dir results/runs/seed_case/tuned \
+        --study-ids results/runs/seed_case/mlflow_study.json --log results/logs/train/seed_case/tuned.log
+"""
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from perfstudy import config, tracking
+from perfstudy.cli import main_guard, setup_logging
+from perfstudy.io import read_json, write_json
+
+log = logging.getLogger("track_arm")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--run-dir", required=True)
+    parser.add_argument("--study-ids", required=True, help="mlflow_study.json of track_init")
+    parser.add_argument("--log", action="append", default=[], help="a log file to attach")
+    args = parser.parse_args()
+    setup_logging()
+    run_dir = Path(args.run_dir)
+    cfg = config.load_run_config(run_dir / "config.yaml")
+    ids = read_json(args.study_ids)
+    summary = read_json(run_dir / "summary.json")
+    steps = pd.read_csv(run_dir / "steps.csv")
+    client = tracking.client_for(ids["tracking_uri"])
+    files = [run_dir / "config.yaml", run_dir / "steps.csv", run_dir / "summary.json"]
+    result = tracking.log_arm(
+        client, ids["experiment_id"], ids["study_run_id"], study=cfg.study, arm=cfg.arm,
+        params=config.flatten(config.to_container(cfg)), summary=summary, steps=steps,
+        artifacts=files + [Path(p) for p in args.log if Path(p).is_file()],
+        results_fingerprint=tracking.fingerprint(run_dir / "steps.csv", run_dir / "summary.json"))
+    log.info("arm %s -> run %s (%s)", cfg.arm, result["run_id"],
+             "created" if result["created"] else "updated")
+    write_json(run_dir / "mlflow_run.json", {**result, "tracking_uri": ids["tracking_uri"],
+                                             "experiment_id": ids["experiment_id"],
+                                             "study_run_id": ids["study_run_id"]})
+
+
+if __name__ == "__main__":
+    sys.exit(main_guard(main, extra_errors=(tracking.TrackingError,)))

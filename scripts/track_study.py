@@ -1,0 +1,54 @@
+#!/usr/bin/env python
+"""Log the study's report and aggregates onto its MLflow parent run.
+
+    python scripts/track_study.py --report-dir results/report/seed_case \
+        --study-ids results/runs/seed_case/mlflow_study.json --runs-dir results/runs/seed_case \
+        --out results/report/seed_case/mlflow_study.json
+"""
+
+import argparse
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from perfstudy import tracking
+from perfstudy.cli import main_guard, setup_logging
+from perfstudy.io import read_json, write_json
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--report-dir", required=True)
+    parser.add_argument("--study-ids", required=True)
+    parser.add_argument("--runs-dir", required=True)
+    parser.add_argument("--out", required=True)
+    args = parser.parse_args()
+    setup_logging()
+    report_dir = Path(args.report_dir)
+    ids = read_json(args.study_ids)
+    table = pd.read_csv(report_dir / "comparison.csv")
+    measured = table[table["source"] == "measured"]
+    metrics, tags, arm_runs, last_end = {}, {}, {}, 0
+    for row in measured.itertuples(index=False):
+        metrics[f"{row.arm}/steady_step_ms"] = row.steady_step_ms
+        metrics[f"{row.arm}/gap_share"] = row.gap_share
+        metrics[f"{row.arm}/images_per_s"] = row.images_per_s
+        metrics[f"{row.arm}/speedup"] = row.speedup
+        tags[f"perfstudy.verdict.{row.arm}"] = f"{row.input_bound} input-bound"
+        arm_runs[row.arm] = read_json(Path(args.runs_dir) / row.arm / "mlflow_run.json")["run_id"]
+        steps = pd.read_csv(Path(args.runs_dir) / row.arm / "steps.csv")
+        last_end = max(last_end, int((steps["start_time_s"].iloc[-1]
+                                      + steps["step_ms"].iloc[-1] / 1e3) * 1000))
+    client = tracking.client_for(ids["tracking_uri"])
+    files = [report_dir / name for name in ("report.html", "report.md", "comparison.csv")]
+    tracking.log_study(client, ids["study_run_id"], metrics=metrics, tags=tags,
+                       artifacts=files, stamp_ms=last_end)
+    for png in sorted((report_dir / "figures").glob("*.png")):
+        client.log_artifact(ids["study_run_id"], str(png), "figures")
+    write_json(args.out, {**ids, "arm_runs": arm_runs})
+
+
+if __name__ == "__main__":
+    sys.exit(main_guard(main, extra_errors=(tracking.TrackingError,)))

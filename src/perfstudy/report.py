@@ -1,0 +1,330 @@
+"""The study's comparison: tables, figures, verdicts, report.md and a self-contained report.html."""
+
+from __future__ import annotations
+
+import base64
+import html
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from perfstudy.io import write_csv, write_text_atomic  # noqa: E402
+
+# The case study's table (CASE_STUDY.md): ResNet50, batch 32, accelerator, MindInsight.
+PUBLISHED = {
+    "baseline": {"gap_ms": 72.8, "step_ms": 90.0},
+    "tuned": {"gap_ms": 0.25, "step_ms": 18.07},
+}
+HIGHLY_INPUT_BOUND = 0.20  # TensorFlow profiler's bands, as DESIGN.md's verdicts
+MODERATELY_INPUT_BOUND = 0.05
+CPU_SATURATED = 1.15  # steady step within 15 % of the CPU floor: the cores are the limit
+
+
+@dataclass
+class Arm:
+    """One arm's results as the report needs them."""
+
+    name: str
+    summary: dict[str, Any]
+    steps: pd.DataFrame
+
+
+def input_bound_band(gap_share: float) -> str:
+    """'highly', 'moderately' or 'not' input-bound, by the TensorFlow profiler's bands."""
+    if gap_share >= HIGHLY_INPUT_BOUND:
+        return "highly"
+    if gap_share >= MODERATELY_INPUT_BOUND:
+        return "moderately"
+    return "not"
+
+
+def _workers_text(summary: dict[str, Any]) -> str:
+    workers = summary["num_parallel_workers"]
+    if workers["requested"] is None:
+        return f"map() without num_parallel_workers ({workers['effective']} worker by default)"
+    text = f"num_parallel_workers={workers['requested']}"
+    if workers["clamped"]:
+        text += f" (clamped to {workers['effective']}: {workers['cpu_count']} CPUs)"
+    return text
+
+
+def verdict(arm: Arm, baseline: Arm | None) -> str:
+    """One sentence: is the arm input-bound, how fast is it, what limits it."""
+    s = arm.summary
+    band = input_bound_band(s["gap_share"])
+    head = (f"{arm.name} ({_workers_text(s)}): "
+            + ("not input-bound" if band == "not" else f"{band} input-bound")
+            + f", the step waits for data {100 * s['gap_share']:.0f} % of the time "
+            f"(gap {s['gap_ms']['mean']:.0f} ms of a {s['steady_step_ms']:.0f} ms steady step)")
+    if baseline is not None and arm is not baseline:
+        head += f", {baseline.summary['steady_step_ms'] / s['steady_step_ms']:.2f}x the baseline's speed"
+    limit = s["binding_floor"]
+    ratio = s["steady_vs_floor"]
+    if limit == "cpu" and ratio <= CPU_SATURATED:
+        head += (f"; it runs at {ratio:.2f}x its CPU floor ({s['floor_ms']:.0f} ms: pipeline and "
+                 "network share the cores), so more workers cannot help on this machine")
+    elif band != "not":
+        head += (f"; the pipeline alone delivers a batch every "
+                 f"{s['calibration']['pipeline_wall_ms']:.0f} ms, so more map workers would help")
+    else:
+        head += f"; its floor is {limit} ({s['floor_ms']:.0f} ms), reached at {ratio:.2f}x"
+    return head + "."
+
+
+def comparison_table(arms: list[Arm]) -> pd.DataFrame:
+    """Published rows and measured rows, one per arm, same columns."""
+    baseline = next((a for a in arms if a.name == "baseline"), arms[0])
+    rows = []
+    for name, pub in PUBLISHED.items():
+        rows.append({"source": "published", "arm": name, "workers_requested": None if name == "baseline" else 12,
+                     "workers_effective": 1 if name == "baseline" else 12,
+                     "steady_step_ms": pub["step_ms"], "gap_ms": pub["gap_ms"],
+                     "gap_share": pub["gap_ms"] / pub["step_ms"],
+                     "speedup": PUBLISHED["baseline"]["step_ms"] / pub["step_ms"]})
+    for arm in arms:
+        s = arm.summary
+        rows.append({
+            "source": "measured", "arm": arm.name,
+            "workers_requested": s["num_parallel_workers"]["requested"],
+            "workers_effective": s["num_parallel_workers"]["effective"],
+            "steady_step_ms": s["steady_step_ms"], "gap_ms": s["gap_ms"]["mean"],
+            "gap_share": s["gap_share"],
+            "speedup": baseline.summary["steady_step_ms"] / s["steady_step_ms"],
+            "step_ms_median": s["step_ms"]["median"], "step_ms_p10": s["step_ms"]["p10"],
+            "step_ms_p90": s["step_ms"]["p90"], "gap_ms_median": s["gap_ms"]["median"],
+            "fwd_bwd_ms_mean": s["fwd_bwd_ms"]["mean"], "tail_ms_mean": s["tail_ms"]["mean"],
+            "images_per_s": s["images_per_s"], "input_bound": input_bound_band(s["gap_share"]),
+            "compute_floor_ms": s["compute_floor_ms"], "input_floor_ms": s["input_floor_ms"],
+            "cpu_floor_ms": s["cpu_floor_ms"], "binding_floor": s["binding_floor"],
+            "steady_vs_floor": s["steady_vs_floor"], "steps_measured": s["steps_measured"],
+            "steps_excluded": s["steps_excluded"], "config_hash": s["config_hash"],
+        })
+    return pd.DataFrame(rows)
+
+
+def figure_breakdown(arms: list[Arm], path: Path) -> Path:
+    """Stacked bar of mean gap / fwd+bwd / tail per arm (they add up to the steady step)."""
+    fig, ax = plt.subplots(figsize=(6.4, 3.6))
+    names = [a.name for a in arms]
+    bottom = [0.0] * len(arms)
+    for part, colour in (("gap_ms", "#d62728"), ("fwd_bwd_ms", "#1f77b4"), ("tail_ms", "#2ca02c")):
+        values = [a.summary[part]["mean"] for a in arms]
+        ax.barh(names, values, left=bottom, color=colour,
+                label={"gap_ms": "iteration gap", "fwd_bwd_ms": "forward+backward",
+                       "tail_ms": "iteration tail"}[part])
+        bottom = [b + v for b, v in zip(bottom, values)]
+    ax.set_xlabel("ms per step (mean over the measured steps)")
+    ax.invert_yaxis()
+    ax.legend(loc="lower right", fontsize=8)
+    ax.set_title("Where a step's time goes")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def figure_steps(arms: list[Arm], path: Path) -> Path:
+    """Step time over steps per arm; excluded steps (compile, warm-up, drain) hollow."""
+    fig, ax = plt.subplots(figsize=(7.2, 3.8))
+    for arm in arms:
+        frame = arm.steps
+        line = ax.plot(frame["step"], frame["step_ms"], lw=1, label=arm.name)[0]
+        measured = frame["phase"] == "measured"
+        ax.scatter(frame["step"][measured], frame["step_ms"][measured], s=14, color=line.get_color())
+        ax.scatter(frame["step"][~measured], frame["step_ms"][~measured], s=18,
+                   facecolors="none", edgecolors=line.get_color())
+    ax.set_yscale("log")
+    ax.set_xlabel("step")
+    ax.set_ylabel("step time (ms, log)")
+    ax.set_title("Step time per step (hollow: excluded from the summary)")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def figure_published(table: pd.DataFrame, path: Path) -> Path:
+    """Gap share and speedup: the article's against ours."""
+    fig, (left, right) = plt.subplots(1, 2, figsize=(7.2, 3.2))
+    for source, offset, colour in (("published", -0.2, "#7f7f7f"), ("measured", 0.2, "#1f77b4")):
+        rows = table[table["source"] == source]
+        xs = range(len(rows))
+        left.bar([x + offset for x in xs], rows["gap_share"] * 100, width=0.4, color=colour,
+                 label=source)
+        right.bar([x + offset for x in xs], rows["speedup"], width=0.4, color=colour, label=source)
+        left.set_xticks(list(xs), rows["arm"])
+        right.set_xticks(list(xs), rows["arm"])
+    left.set_ylabel("iteration gap, % of step")
+    right.set_ylabel("speed vs baseline (x)")
+    left.legend(fontsize=8)
+    fig.suptitle("Published (accelerator) vs measured (this machine)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def _md_table(frame: pd.DataFrame) -> str:
+    head = "| " + " | ".join(frame.columns) + " |"
+    rule = "|" + "---|" * len(frame.columns)
+    body = ["| " + " | ".join(str(v) for v in row) + " |" for row in frame.itertuples(index=False)]
+    return "\n".join([head, rule, *body])
+
+
+def _html_table(frame: pd.DataFrame) -> str:
+    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in frame.columns)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in row) + "</tr>"
+                   for row in frame.itertuples(index=False))
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _published_vs_measured(arms: list[Arm]) -> pd.DataFrame:
+    by_name = {a.name: a.summary for a in arms}
+    base = by_name.get("baseline")
+    rows = []
+    for label, key in (("iteration gap (ms)", "gap"), ("step time (ms)", "step"),
+                       ("gap share", "share"), ("speed vs baseline", "speedup")):
+        row = {"metric": label}
+        for arm_name, pub in PUBLISHED.items():
+            value = {"gap": pub["gap_ms"], "step": pub["step_ms"],
+                     "share": pub["gap_ms"] / pub["step_ms"],
+                     "speedup": PUBLISHED["baseline"]["step_ms"] / pub["step_ms"]}[key]
+            row[f"published {arm_name}"] = _fmt(key, value)
+        for arm in arms:
+            s = arm.summary
+            value = {"gap": s["gap_ms"]["mean"], "step": s["steady_step_ms"],
+                     "share": s["gap_share"],
+                     "speedup": (base["steady_step_ms"] / s["steady_step_ms"]) if base else float("nan")}[key]
+            row[f"measured {arm.name}"] = _fmt(key, value)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _fmt(key: str, value: float) -> str:
+    if key == "share":
+        return f"{100 * value:.1f} %"
+    if key == "speedup":
+        return f"{value:.2f}x"
+    return f"{value:.2f}" if value < 10 else f"{value:.0f}"
+
+
+def _setup_table(arms: list[Arm]) -> pd.DataFrame:
+    rows = []
+    for arm in arms:
+        s = arm.summary
+        env = s["environment"]
+        rows.append({
+            "arm": arm.name, "map workers": _workers_text(s),
+            "device": f"{s['device_target']} ({s['mode']} mode)",
+            "CPU": f"{env['cpu_model']} x{env['usable_cpus']}",
+            "input": f"{s['batch_size']} x {s['image_size']} px",
+            "data": f"{s['dataset']['num_images']} JPEGs, {s['dataset']['total_bytes'] / 1e6:.0f} MB ({s['dataset']['source']})",
+            "steps measured / excluded": f"{s['steps_measured']} / {s['steps_excluded']} {s['steps_excluded_by_phase']}",
+            "MindSpore": s["mindspore_version"],
+            "config hash": s["config_hash"],
+        })
+    return pd.DataFrame(rows)
+
+
+def _spread_table(arms: list[Arm]) -> pd.DataFrame:
+    rows = []
+    for arm in arms:
+        s = arm.summary
+        for part in ("step_ms", "gap_ms", "fwd_bwd_ms", "tail_ms"):
+            rows.append({"arm": arm.name, "part": part,
+                         **{k: f"{v:.1f}" for k, v in s[part].items()}})
+    return pd.DataFrame(rows)
+
+
+def _floor_table(arms: list[Arm]) -> pd.DataFrame:
+    rows = []
+    for arm in arms:
+        s = arm.summary
+        c = s["calibration"]
+        rows.append({
+            "arm": arm.name,
+            "network alone (ms wall / CPU-ms)": f"{c['compute_wall_ms']:.0f} / {c['compute_cpu_ms']:.0f}",
+            "pipeline alone (ms wall / CPU-ms per batch)": f"{c['pipeline_wall_ms']:.0f} / {c['pipeline_cpu_ms']:.0f}",
+            "CPU floor (ms)": f"{s['cpu_floor_ms']:.0f}",
+            "binding floor": f"{s['binding_floor']} ({s['floor_ms']:.0f} ms)",
+            "steady step (ms)": f"{s['steady_step_ms']:.0f}",
+            "steady / floor": f"{s['steady_vs_floor']:.2f}",
+        })
+    return pd.DataFrame(rows)
+
+
+def _provenance(arms: list[Arm]) -> str:
+    s = arms[0].summary
+    packages = ", ".join(f"{k} {v}" for k, v in s["environment"]["packages"].items())
+    return (f"git {s['git_sha']}{' (dirty)' if s.get('git_dirty') else ''}; dataset sha256 "
+            f"{s['dataset_sha256'][:16]}; Python {s['environment']['python']} on "
+            f"{s['environment']['os']}; {packages}.")
+
+
+def build(study: str, arms: list[Arm], out_dir: str | Path) -> dict[str, Path]:
+    """Write comparison.csv, figures/*.png, report.md and report.html; return their paths."""
+    out = Path(out_dir)
+    figures = out / "figures"
+    figures.mkdir(parents=True, exist_ok=True)
+    table = comparison_table(arms)
+    paths = {"comparison": write_csv(out / "comparison.csv", table)}
+    paths["fig_breakdown"] = figure_breakdown(arms, figures / "step_breakdown.png")
+    paths["fig_steps"] = figure_steps(arms, figures / "step_time.png")
+    paths["fig_published"] = figure_published(table, figures / "published_vs_measured.png")
+    baseline = next((a for a in arms if a.name == "baseline"), None)
+    verdicts = [verdict(a, baseline) for a in arms]
+    rule = arms[0].summary["drain_rule"]
+    sections = [
+        ("Verdicts", verdicts),
+        ("Published vs measured", _published_vs_measured(arms)),
+        ("Setup", _setup_table(arms)),
+        ("Spread over the measured steps (ms)", _spread_table(arms)),
+        ("What bounds each step", _floor_table(arms)),
+    ]
+    notes = (
+        "Steady step = wall time of the measured window / its steps (the tuned arm's steps "
+        "alternate fast and slow, so the median misleads). The CPU floor is (pipeline CPU-ms + "
+        "network CPU-ms per batch) / cores, each measured alone after training. Excluded steps: "
+        f"compile, warm-up, and the drain rule (first arm: {rule}). The article ran on an "
+        "accelerator at 224 px; this machine is a CPU, so absolute times differ by design: "
+        "compare gap shares and speedups.")
+    figs = [("Step breakdown", paths["fig_breakdown"]), ("Step time", paths["fig_steps"]),
+            ("Published vs measured", paths["fig_published"])]
+    md = [f"# Study `{study}`: ResNet50 input-pipeline tuning", "", notes, ""]
+    body = [f"<h1>Study <code>{html.escape(study)}</code>: ResNet50 input-pipeline tuning</h1>",
+            f"<p>{html.escape(notes)}</p>"]
+    for title, content in sections:
+        md += [f"## {title}", ""]
+        body.append(f"<h2>{html.escape(title)}</h2>")
+        if isinstance(content, list):
+            md += [f"- {line}" for line in content] + [""]
+            body.append("<ul>" + "".join(f"<li>{html.escape(line)}</li>" for line in content) + "</ul>")
+        else:
+            md += [_md_table(content), ""]
+            body.append(_html_table(content))
+    md += ["## Figures", ""]
+    body.append("<h2>Figures</h2>")
+    for title, path in figs:
+        md += [f"![{title}](figures/{path.name})", ""]
+        encoded = base64.b64encode(path.read_bytes()).decode()
+        body.append(f"<figure><img alt='{html.escape(title)}' src='data:image/png;base64,{encoded}'>"
+                    f"<figcaption>{html.escape(title)}</figcaption></figure>")
+    footer = _provenance(arms)
+    md += ["---", f"Provenance: {footer}", ""]
+    body.append(f"<footer><hr><p>Provenance: {html.escape(footer)}</p></footer>")
+    paths["md"] = write_text_atomic(out / "report.md", "\n".join(md))
+    style = ("body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em}"
+             "table{border-collapse:collapse;margin:1em 0;font-size:90%}"
+             "td,th{border:1px solid #ccc;padding:4px 8px;text-align:left}th{background:#eee}"
+             "img{max-width:100%}footer{font-size:80%;color:#555}")
+    paths["html"] = write_text_atomic(out / "report.html", (
+        f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(study)}</title>"
+        f"<style>{style}</style></head><body>{''.join(body)}</body></html>\n"))
+    return paths

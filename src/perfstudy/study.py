@@ -1,0 +1,55 @@
+"""The workflow's view of a study: which arms it has and each arm's composed config.
+
+Used by the Snakefile (at parse time, so a bad override fails before anything runs) and by
+the compose_config rule.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig
+
+from perfstudy.config import ConfigError, compose_run_config
+from perfstudy.data import MANIFEST, dataset_dir
+
+
+def study_spec(wf_config: dict[str, Any], study: str | None = None) -> dict[str, Any]:
+    """The study's entry in workflow/config.yaml; ConfigError names the valid ones."""
+    study = study or wf_config["study"]
+    studies = wf_config.get("studies", {})
+    if study not in studies:
+        raise ConfigError(f"Unknown study {study!r} in workflow/config.yaml; use one of "
+                          f"{', '.join(sorted(studies))} (or add it under `studies:`).")
+    spec = studies[study]
+    if not spec.get("arms"):
+        raise ConfigError(f"Study {study!r} has no arms in workflow/config.yaml; add at least one.")
+    return spec
+
+
+def arm_names(wf_config: dict[str, Any], study: str | None = None) -> list[str]:
+    """Arms of the study, in the order written."""
+    return list(study_spec(wf_config, study)["arms"])
+
+
+def arm_overrides(wf_config: dict[str, Any], study: str, arm: str) -> list[str]:
+    """Hydra overrides of one arm: its own, the global ones, then study/arm/results."""
+    arms = study_spec(wf_config, study)["arms"]
+    if arm not in arms:
+        raise ConfigError(f"Unknown arm {arm!r} of study {study!r}; use one of {', '.join(arms)}.")
+    return [*arms[arm], *wf_config.get("overrides", []), f"study={study}", f"arm={arm}",
+            f"paths.results={wf_config.get('results', 'results')}"]
+
+
+def compose_arm(wf_config: dict[str, Any], study: str, arm: str) -> DictConfig:
+    """The arm's fully resolved, validated run config."""
+    try:
+        return compose_run_config(arm_overrides(wf_config, study, arm))
+    except ConfigError as exc:
+        raise ConfigError(f"Study {study!r}, arm {arm!r}: {exc}") from None
+
+
+def manifest_path(cfg: DictConfig) -> Path:
+    """Where the arm's dataset manifest lives."""
+    return dataset_dir(cfg.data, cfg.paths.data_root) / MANIFEST

@@ -1,0 +1,235 @@
+"""MLflow logging: one experiment per study, a parent run per study, a child run per arm.
+
+Idempotent by design: runs are found again by their tags (and the ids are kept in
+mlflow_run.json), per-step metrics carry the step's own wall-clock timestamp, so logging
+the same results twice adds nothing. An arm retrained with other results replaces its
+old run (the old one is deleted and named in the new one's `perfstudy.replaces` tag).
+MlflowClient is used throughout, never the fluent API, so an inherited MLFLOW_RUN_ID
+cannot redirect a child run (mlflow issue 15713).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import urllib.parse
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+TAG = "perfstudy."
+MAX_PARAMS_PER_CALL = 100
+MAX_METRICS_PER_CALL = 1000
+STEP_METRICS = ("step_ms", "gap_ms", "fwd_bwd_ms", "tail_ms", "loss", "images_per_s")
+
+
+class TrackingError(RuntimeError):
+    """The tracking store cannot be used; the message names the URI and the fix."""
+
+
+def default_uri(results: str | Path) -> str:
+    """The study's own SQLite store: sqlite:///<results>/mlflow/mlflow.db (absolute)."""
+    return f"sqlite:///{(Path(results) / 'mlflow' / 'mlflow.db').resolve()}"
+
+
+def resolve_uri(cfg_uri: str | None, results: str | Path) -> str:
+    """$MLFLOW_TRACKING_URI, else the config's tracking.uri, else the study's SQLite file."""
+    return os.environ.get("MLFLOW_TRACKING_URI") or cfg_uri or default_uri(results)
+
+
+def artifact_root(results: str | Path) -> str:
+    """Artifact folder next to the SQLite store: <results>/mlflow/artifacts."""
+    return (Path(results) / "mlflow" / "artifacts").resolve().as_uri()
+
+
+def client_for(uri: str):
+    """An MlflowClient on `uri`, checked to answer; TrackingError if it does not."""
+    from mlflow.tracking import MlflowClient
+
+    if uri.startswith("sqlite:///"):
+        Path(urllib.parse.urlparse(uri).path).parent.mkdir(parents=True, exist_ok=True)
+    client = MlflowClient(tracking_uri=uri)
+    try:
+        client.search_experiments(max_results=1)
+    except Exception as exc:  # noqa: BLE001 - any failure here means: store unreachable
+        raise TrackingError(
+            f"The MLflow tracking store {uri} cannot be reached ({type(exc).__name__}); start "
+            "the server or fix MLFLOW_TRACKING_URI / tracking.uri, then run snakemake again "
+            "(finished training is kept).") from None
+    return client
+
+
+def ensure_experiment(client, name: str, results: str | Path, uri: str) -> str:
+    """Id of the named experiment, created (with artifacts under results/) if missing."""
+    experiment = client.get_experiment_by_name(name)
+    if experiment is not None:
+        if experiment.lifecycle_stage == "deleted":
+            client.restore_experiment(experiment.experiment_id)
+        return experiment.experiment_id
+    location = artifact_root(results) if uri.startswith("sqlite:") else None
+    return client.create_experiment(name, artifact_location=location)
+
+
+def _find_runs(client, experiment_id: str, tags: dict[str, str]):
+    query = " and ".join(f"tags.`{key}` = '{value}'" for key, value in tags.items())
+    return client.search_runs([experiment_id], filter_string=query, max_results=50,
+                              order_by=["attributes.start_time ASC"])
+
+
+def ensure_study_run(client, experiment_id: str, study: str, base_tags: dict[str, str]) -> str:
+    """The study's parent run (found by tags, created once)."""
+    runs = _find_runs(client, experiment_id, {f"{TAG}study": study, f"{TAG}role": "study"})
+    if runs:
+        return runs[0].info.run_id
+    run = client.create_run(experiment_id, run_name=study,
+                            tags={**base_tags, f"{TAG}study": study, f"{TAG}role": "study"})
+    return run.info.run_id
+
+
+def fingerprint(*paths: str | Path) -> str:
+    """sha256 over files' bytes: tells a retrained arm from the same results logged again."""
+    digest = hashlib.sha256()
+    for path in paths:
+        digest.update(Path(path).read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def _chunks(items: list, size: int):
+    for start in range(0, len(items), size):
+        yield items[start:start + size]
+
+
+def log_params(client, run_id: str, params: dict[str, Any]) -> None:
+    """Log params in as few calls as MLflow allows (100 per call; usually one)."""
+    from mlflow.entities import Param
+
+    entries = [Param(key, str(value)[:6000]) for key, value in sorted(params.items())]
+    for chunk in _chunks(entries, MAX_PARAMS_PER_CALL):
+        client.log_batch(run_id, params=chunk)
+
+
+def step_metrics(steps: pd.DataFrame) -> list:
+    """Per-step metrics with step= and the step's own timestamp (so re-logging dedupes)."""
+    from mlflow.entities import Metric
+
+    metrics = []
+    for row in steps.itertuples(index=False):
+        stamp = int(row.start_time_s * 1000)
+        for key in STEP_METRICS:
+            value = float(getattr(row, key))
+            if value == value:  # NaN is skipped, not logged
+                metrics.append(Metric(f"step/{key}", value, stamp, int(row.step)))
+    return metrics
+
+
+def summary_metrics(summary: dict[str, Any], stamp_ms: int) -> list:
+    """The summary's numbers as metrics at step 0 (fixed timestamp: idempotent)."""
+    from mlflow.entities import Metric
+
+    flat = {
+        "steady_step_ms": summary["steady_step_ms"],
+        "gap_share": summary["gap_share"],
+        "images_per_s": summary["images_per_s"],
+        "steps_measured": summary["steps_measured"],
+        "steps_excluded": summary["steps_excluded"],
+        "compile_ms": summary["compile_ms"],
+        "floor_ms": summary["floor_ms"],
+        "steady_vs_floor": summary["steady_vs_floor"],
+        "workers_requested": summary["num_parallel_workers"]["requested"] or 0,
+        "workers_effective": summary["num_parallel_workers"]["effective"],
+    }
+    for part in ("step_ms", "gap_ms", "fwd_bwd_ms", "tail_ms"):
+        for stat, value in summary[part].items():
+            flat[f"{part}_{stat}"] = value
+    for key, value in summary.get("calibration", {}).items():
+        flat[f"calibration_{key}"] = value
+    return [Metric(key, float(value), stamp_ms, 0) for key, value in flat.items()]
+
+
+def log_metrics(client, run_id: str, metrics: list) -> None:
+    """Log metrics in batches of MLflow's maximum size."""
+    for chunk in _chunks(metrics, MAX_METRICS_PER_CALL):
+        client.log_batch(run_id, metrics=chunk)
+
+
+def arm_tags(summary: dict[str, Any], study: str, arm: str) -> dict[str, str]:
+    """Tags that say what the run is and what it was made with."""
+    env = summary.get("environment", {})
+    return {
+        f"{TAG}study": study,
+        f"{TAG}arm": arm,
+        f"{TAG}role": "arm",
+        "git_sha": str(summary.get("git_sha")),
+        "git_dirty": str(summary.get("git_dirty")),
+        "config_hash": str(summary.get("config_hash")),
+        "dataset_sha256": str(summary.get("dataset_sha256")),
+        "mindspore_version": str(summary.get("mindspore_version")),
+        "cpu_count": str(env.get("cpu_count")),
+        "cpu_model": str(env.get("cpu_model")),
+        "size": str(summary.get("size")),
+        "workers_requested": str(summary["num_parallel_workers"]["requested"]),
+        "workers_effective": str(summary["num_parallel_workers"]["effective"]),
+    }
+
+
+def log_arm(client, experiment_id: str, parent_run_id: str, *, study: str, arm: str,
+            params: dict[str, Any], summary: dict[str, Any], steps: pd.DataFrame,
+            artifacts: list[Path], results_fingerprint: str) -> dict[str, Any]:
+    """Create or update the arm's child run; returns {'run_id', 'created', 'replaced'}."""
+    tags = arm_tags(summary, study, arm)
+    existing = _find_runs(client, experiment_id, {f"{TAG}study": study, f"{TAG}arm": arm,
+                                                  f"{TAG}role": "arm"})
+    same = [r for r in existing if r.data.tags.get(f"{TAG}results") == results_fingerprint]
+    stale = [r for r in existing if r not in same[:1]]
+    replaced = []
+    for run in stale:  # another training's results, or a twin: keep exactly one run per arm
+        client.delete_run(run.info.run_id)
+        replaced.append(run.info.run_id)
+    if same:
+        run_id = same[0].info.run_id
+    else:
+        run_id = client.create_run(experiment_id, run_name=arm, tags={
+            **tags, "mlflow.parentRunId": parent_run_id, f"{TAG}results": results_fingerprint,
+            **({f"{TAG}replaces": ",".join(replaced)} if replaced else {})}).info.run_id
+    client.update_run(run_id, status="RUNNING")
+    try:
+        client.log_batch(run_id, tags=[_tag(k, v) for k, v in tags.items()])
+        log_params(client, run_id, params)
+        end_ms = int((steps["start_time_s"].iloc[-1] + steps["step_ms"].iloc[-1] / 1e3) * 1000)
+        log_metrics(client, run_id, step_metrics(steps) + summary_metrics(summary, end_ms))
+        for path in artifacts:
+            client.log_artifact(run_id, str(path))
+    except BaseException:
+        client.set_terminated(run_id, status="FAILED")
+        raise
+    client.set_terminated(run_id, status="FINISHED")
+    return {"run_id": run_id, "created": not same, "replaced": replaced}
+
+
+def _tag(key: str, value: str):
+    from mlflow.entities import RunTag
+
+    return RunTag(key, value)
+
+
+def log_study(client, parent_run_id: str, *, metrics: dict[str, float], tags: dict[str, str],
+              artifacts: list[Path], stamp_ms: int, artifact_dir: str | None = None) -> None:
+    """Aggregates, tags and the report onto the study's parent run.
+
+    stamp_ms should come from the results (e.g. the last arm's end), so logging the same
+    results again adds no metric history.
+    """
+    from mlflow.entities import Metric
+
+    stamp = stamp_ms
+    client.update_run(parent_run_id, status="RUNNING")
+    try:
+        client.log_batch(parent_run_id, tags=[_tag(k, v) for k, v in tags.items()],
+                         metrics=[Metric(k, float(v), stamp, 0) for k, v in metrics.items()])
+        for path in artifacts:
+            client.log_artifact(parent_run_id, str(path), artifact_dir)
+    except BaseException:
+        client.set_terminated(parent_run_id, status="FAILED")
+        raise
+    client.set_terminated(parent_run_id, status="FINISHED")

@@ -1,0 +1,45 @@
+rule track_init:
+    """The study's MLflow experiment and parent run, made once before arms are logged (parallel jobs would race on creating them and on migrating the SQLite schema)."""
+    input:
+        f"{RESULTS}/runs/{{study}}/{ARMS[0]}/config.yaml",
+    output:
+        f"{RESULTS}/runs/{{study}}/mlflow_study.json",
+    log:
+        f"{RESULTS}/logs/track_init/{{study}}.log",
+    shell:
+        "{PYTHON} {SCRIPTS}/track_init.py --run-config {input} --out {output} 2> {log}"
+
+
+rule track_arm:
+    """One arm -> one MLflow child run (re-running updates the same run)."""
+    input:
+        config=f"{RESULTS}/runs/{{study}}/{{arm}}/config.yaml",
+        steps=f"{RESULTS}/runs/{{study}}/{{arm}}/steps.csv",
+        summary=f"{RESULTS}/runs/{{study}}/{{arm}}/summary.json",
+        study_ids=f"{RESULTS}/runs/{{study}}/mlflow_study.json",
+        train_log=f"{RESULTS}/logs/train/{{study}}/{{arm}}.log",
+    output:
+        f"{RESULTS}/runs/{{study}}/{{arm}}/mlflow_run.json",
+    log:
+        f"{RESULTS}/logs/track_arm/{{study}}/{{arm}}.log",
+    shell:
+        "{PYTHON} {SCRIPTS}/track_arm.py --run-dir {RESULTS}/runs/{wildcards.study}/{wildcards.arm} "
+        "--study-ids {input.study_ids} --log {input.train_log} 2> {log}"
+
+
+rule track_study:
+    """The report, comparison and aggregates onto the study's parent run."""
+    input:
+        report=f"{RESULTS}/report/{{study}}/report.html",
+        markdown=f"{RESULTS}/report/{{study}}/report.md",
+        comparison=f"{RESULTS}/report/{{study}}/comparison.csv",
+        arm_runs=expand(f"{RESULTS}/runs/{{{{study}}}}/{{arm}}/mlflow_run.json", arm=ARMS),
+        study_ids=f"{RESULTS}/runs/{{study}}/mlflow_study.json",
+    output:
+        f"{RESULTS}/report/{{study}}/mlflow_study.json",
+    log:
+        f"{RESULTS}/logs/track_study/{{study}}.log",
+    shell:
+        "{PYTHON} {SCRIPTS}/track_study.py --report-dir {RESULTS}/report/{wildcards.study} "
+        "--study-ids {input.study_ids} --out {output} "
+        "--runs-dir {RESULTS}/runs/{wildcards.study} 2> {log}"

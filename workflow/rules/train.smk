@@ -1,0 +1,18 @@
+rule train:
+    """Train one arm with the step trace. It takes every core, so no other job (and no other arm) runs beside it and its timings stay clean."""
+    input:
+        config=f"{RESULTS}/runs/{{study}}/{{arm}}/config.yaml",
+        manifest=dataset_manifest,
+    output:
+        steps=f"{RESULTS}/runs/{{study}}/{{arm}}/steps.csv",
+        summary=f"{RESULTS}/runs/{{study}}/{{arm}}/summary.json",
+    log:
+        f"{RESULTS}/logs/train/{{study}}/{{arm}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/train/{{study}}/{{arm}}.tsv"
+    threads: workflow.cores
+    resources:
+        mem_mb=3000,
+    shell:
+        "{PYTHON} {SCRIPTS}/train.py --run-config {input.config} --manifest {input.manifest} "
+        "2> {log}"
