@@ -17,7 +17,7 @@ from hydra import compose, initialize_config_dir
 from hydra.core.config_store import ConfigStore
 from hydra.errors import HydraException
 from omegaconf import DictConfig, OmegaConf
-from omegaconf.errors import OmegaConfBaseException
+from omegaconf.errors import ConfigKeyError, OmegaConfBaseException
 
 CONF_DIR = Path(__file__).resolve().parents[2] / "conf"
 
@@ -158,15 +158,27 @@ def register_schema() -> None:
     ConfigStore.instance().store(name="run_schema", node=RunConfig)
 
 
-def _one_sentence(exc: Exception) -> str:
-    text = str(exc).strip().splitlines()
-    first = text[0] if text else type(exc).__name__
-    full_key = next((ln.split(":", 1)[1].strip() for ln in text if ln.startswith("full_key:")), "")
-    if "not in struct" in str(exc) or "Key '" in first and "not in" in first:
-        return (f"Unknown config key {full_key or first}: check its spelling against "
-                f"src/perfstudy/config.py or `python scripts/train.py --cfg job`.")
+def _one_sentence(exc: BaseException) -> str:
+    """Hydra/OmegaConf's multi-line errors -> one sentence that names the key and the fix."""
+    cause = exc.__cause__ or exc
+    lines = str(cause).strip().splitlines()
+    first = lines[0].rstrip(".") if lines else type(cause).__name__
+    full_key = next((ln.split(":", 1)[1].strip() for ln in lines
+                     if ln.strip().startswith("full_key:")), "")
+    if "Could not find '" in first and "Available options in '" in str(cause):
+        group = str(cause).split("Available options in '", 1)[1].split("'", 1)[0]
+        option = first.split("Could not find '", 1)[1].split("'", 1)[0].split("/")[-1]
+        options = [ln.strip() for ln in str(cause).split("Available options in", 1)[1]
+                   .splitlines()[1:] if ln.startswith("\t")]
+        return (f"Unknown option '{option}' for config group '{group}'; use one of "
+                f"{', '.join(options)}.")
+    if isinstance(cause, ConfigKeyError) or "not in struct" in first or (
+            first.startswith("Key '") and " not in " in first):
+        return (f"Unknown config key '{full_key or first}': check its spelling against "
+                "src/perfstudy/config.py, or print the valid keys with "
+                "`python scripts/train.py --print-config`.")
     if full_key:
-        return f"Bad value for config key '{full_key}': {first}; fix the value in conf/ or the override."
+        return f"Bad value for config key '{full_key}': {first}; fix it in conf/ or in the override."
     return f"The configuration could not be composed: {first}."
 
 
@@ -216,6 +228,9 @@ def compose_run_config(overrides: list[str] | tuple[str, ...] = (), *,
         with initialize_config_dir(config_dir=str(config_dir), version_base="1.3"):
             cfg = compose(config_name="config", overrides=list(overrides))
         OmegaConf.resolve(cfg)
+        # `+key=value` can add keys Hydra lets through; the schema must still hold them all.
+        OmegaConf.merge(OmegaConf.structured(RunConfig),
+                        OmegaConf.create(OmegaConf.to_container(cfg)))
     except (HydraException, OmegaConfBaseException) as exc:
         raise ConfigError(_one_sentence(exc)) from None
     validate(cfg)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import socket
 import urllib.parse
 from pathlib import Path
 from typing import Any
@@ -47,8 +48,19 @@ def client_for(uri: str):
     """An MlflowClient on `uri`, checked to answer; TrackingError if it does not."""
     from mlflow.tracking import MlflowClient
 
+    parsed = urllib.parse.urlparse(uri)
     if uri.startswith("sqlite:///"):
-        Path(urllib.parse.urlparse(uri).path).parent.mkdir(parents=True, exist_ok=True)
+        Path(parsed.path).parent.mkdir(parents=True, exist_ok=True)
+    if parsed.scheme in ("http", "https"):
+        # MLflow's REST client retries for minutes; a refused socket answers at once.
+        port = parsed.port or (443 if parsed.scheme == "https" else 80)
+        try:
+            socket.create_connection((parsed.hostname, port), timeout=5).close()
+        except OSError as exc:
+            raise TrackingError(
+                f"The MLflow tracking server {uri} cannot be reached ({exc.strerror or exc}); "
+                "start it or fix MLFLOW_TRACKING_URI / tracking.uri, then run snakemake again "
+                "(finished training is kept).") from None
     client = MlflowClient(tracking_uri=uri)
     try:
         client.search_experiments(max_results=1)

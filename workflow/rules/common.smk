@@ -6,7 +6,7 @@ from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
 
-from perfstudy.config import ConfigError
+from perfstudy.config import ConfigError, to_container
 from perfstudy.study import arm_names, arm_overrides, compose_arm, manifest_path
 
 RESULTS = config["results"]
@@ -31,11 +31,16 @@ def dataset_manifest(wildcards):
     return str(manifest_path(ARM_CONFIGS[wildcards.arm]))
 
 
-def arm_for_dataset(wildcards):
-    """The first arm whose config names this dataset folder (its config drives generation)."""
-    for arm, cfg in ARM_CONFIGS.items():
+def dataset_params(wildcards):
+    """The data section (JSON) of the first arm that trains on this dataset folder.
+
+    A param, not the arm's config.yaml as an input: only a change of the data settings
+    regenerates the photos (minutes), not every edit of conf/.
+    """
+    for cfg in ARM_CONFIGS.values():
         if Path(manifest_path(cfg)).parent.name == wildcards.dataset:
-            return f"{RESULTS}/runs/{STUDY}/{arm}/config.yaml"
+            return json.dumps({"data": to_container(cfg.data), "data_root": cfg.paths.data_root},
+                              sort_keys=True)
     raise WorkflowError(f"No arm of study {STUDY} uses dataset {wildcards.dataset}.")
 
 

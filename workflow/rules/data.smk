@@ -14,10 +14,10 @@ rule compose_config:
 
 rule make_dataset:
     """The deterministic JPEG ImageFolder + manifest.json (or a user's folder, validated)."""
-    input:
-        arm_for_dataset,
     output:
         f"{RESULTS}/data/{{dataset}}/manifest.json",
+    params:
+        data=dataset_params,
     log:
         f"{RESULTS}/logs/make_dataset/{{dataset}}.log",
     benchmark:
@@ -26,5 +26,5 @@ rule make_dataset:
     resources:
         mem_mb=4000,
     shell:
-        "{PYTHON} {SCRIPTS}/make_dataset.py --run-config {input} --out {output} "
+        "{PYTHON} {SCRIPTS}/make_dataset.py --data {params.data:q} --out {output} "
         "--workers {threads} 2> {log}"

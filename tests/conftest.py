@@ -1,0 +1,35 @@
+"""Shared fixtures. Tests run on 2 cores: anything that trains is marked slow."""
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+PYTHON = sys.executable
+SNAKEMAKE = str(Path(PYTHON).with_name("snakemake"))
+
+
+@pytest.fixture(autouse=True)
+def _no_inherited_tracking(monkeypatch):
+    """Each test decides its tracking store; a user's MLFLOW_* settings must not leak in."""
+    for key in ("MLFLOW_TRACKING_URI", "MLFLOW_RUN_ID", "MLFLOW_EXPERIMENT_NAME"):
+        monkeypatch.delenv(key, raising=False)
+
+
+@pytest.fixture(scope="session")
+def smoke_dataset(tmp_path_factory):
+    """A tiny generated ImageFolder (16 JPEGs, 2 classes) shared by the tests."""
+    from perfstudy import data
+    from perfstudy.config import compose_run_config
+
+    root = tmp_path_factory.mktemp("data")
+    cfg = compose_run_config(["size=smoke", f"paths.results={root}"])
+    manifest = data.prepare_dataset(cfg.data, cfg.paths.data_root, workers=1)
+    return Path(manifest)
+
+
+def env_without_mlflow():
+    """The environment for a subprocess, without inherited MLflow settings."""
+    return {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_")}

@@ -1,0 +1,73 @@
+"""Every experiment and size composes; bad keys, types and values fail with one sentence."""
+
+import pytest
+
+from perfstudy.config import (CONF_DIR, ConfigError, compose_run_config, config_hash, flatten,
+                              to_container)
+
+EXPERIMENTS = sorted(p.stem for p in (CONF_DIR / "experiment").glob("*.yaml"))
+SIZES = sorted(p.stem for p in (CONF_DIR / "size").glob("*.yaml"))
+
+
+def test_the_contracted_sizes_and_experiments_exist():
+    assert {"smoke", "cpu_demo", "paper"} <= set(SIZES)
+    assert {"baseline", "tuned"} <= set(EXPERIMENTS)
+
+
+@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize("experiment", EXPERIMENTS)
+def test_every_experiment_and_size_composes(experiment, size):
+    cfg = compose_run_config([f"experiment={experiment}", f"size={size}"])
+    assert cfg.size == size
+    assert cfg.arm == experiment
+    assert cfg.model.num_classes >= cfg.data.num_classes
+
+
+def test_default_is_cpu_demo_and_the_article_arms_differ_only_in_workers():
+    base = compose_run_config(["experiment=baseline"])
+    tuned = compose_run_config(["experiment=tuned"])
+    assert base.size == "cpu_demo"
+    assert base.pipeline.num_parallel_workers is None
+    assert tuned.pipeline.num_parallel_workers == 12
+    flat_base, flat_tuned = flatten(to_container(base)), flatten(to_container(tuned))
+    diff = {k for k, v in flat_base.items() if flat_tuned.get(k) != v}
+    assert diff == {"arm", "paths.run_dir", "pipeline.num_parallel_workers"}
+
+
+def test_paper_size_is_the_articles_setting():
+    cfg = compose_run_config(["size=paper"])
+    assert (cfg.pipeline.image_size, cfg.pipeline.batch_size) == (224, 32)
+    assert cfg.trainer.device_target in ("GPU", "Ascend")
+
+
+@pytest.mark.parametrize("override, fragment", [
+    ("trainer.stepz=3", "Unknown config key"),
+    ("+trainer.stepz=3", "Unknown config key"),
+    ("trainer.steps=many", "trainer.steps"),
+    ("pipeline.num_parallel_workers=0", "num_parallel_workers"),
+    ("pipeline.num_parallel_workers=-2", "num_parallel_workers"),
+    ("pipeline.batch_size=0", "pipeline.batch_size"),
+    ("trainer.mode=eager", "trainer.mode"),
+    ("experiment=nonesuch", "nonesuch"),
+    ("trainer.steps=3", "trainer.steps"),
+])
+def test_bad_config_is_one_clear_sentence(override, fragment):
+    with pytest.raises(ConfigError) as info:
+        compose_run_config([override])
+    message = str(info.value)
+    assert fragment in message
+    assert "\n" not in message
+
+
+def test_config_hash_ignores_where_outputs_go_but_not_what_is_computed():
+    a = compose_run_config(["experiment=tuned", "paths.results=/tmp/a", "study=x"])
+    b = compose_run_config(["experiment=tuned", "paths.results=/tmp/b", "study=y"])
+    c = compose_run_config(["experiment=tuned", "trainer.steps=40"])
+    assert config_hash(a) == config_hash(b)
+    assert config_hash(a) != config_hash(c)
+
+
+def test_run_dir_follows_study_and_arm():
+    cfg = compose_run_config(["study=s1", "arm=a1", "paths.results=/r"])
+    assert cfg.paths.run_dir == "/r/runs/s1/a1"
+    assert cfg.paths.data_root == "/r/data"

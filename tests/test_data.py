@@ -1,0 +1,114 @@
+"""The generated dataset is deterministic; a user's folder is validated up front."""
+
+import json
+
+import numpy as np
+
+import pytest
+
+from perfstudy import data
+from perfstudy.data import DatasetError, GeneratorParams
+
+TINY = GeneratorParams(num_images=6, num_classes=3, image_width=96, image_height=64,
+                       jpeg_quality=90, seed=7)
+
+
+def _files(root):
+    return {p.relative_to(root).as_posix(): p.read_bytes()
+            for p in sorted(root.rglob("*.jpg"))}
+
+
+def test_same_parameters_give_byte_identical_files(tmp_path):
+    first = data.generate(TINY, tmp_path / "a")
+    second = data.generate(TINY, tmp_path / "b", workers=2)
+    assert _files(tmp_path / "a") == _files(tmp_path / "b")
+    assert first["dataset_sha256"] == second["dataset_sha256"]
+    assert len(first["files"]) == 6
+    assert first["classes"] == ["class_000", "class_001", "class_002"]
+
+
+def test_another_seed_gives_other_photos(tmp_path):
+    first = data.generate(TINY, tmp_path / "a")
+    other = data.generate(GeneratorParams(**{**TINY.__dict__, "seed": 8}), tmp_path / "b")
+    assert first["dataset_sha256"] != other["dataset_sha256"]
+
+
+def test_manifest_records_files_sizes_hashes_and_parameters(tmp_path):
+    manifest = data.generate(TINY, tmp_path)
+    on_disk = json.loads((tmp_path / "manifest.json").read_text())
+    assert on_disk == json.loads(json.dumps(manifest))
+    entry = manifest["files"][0]
+    assert (tmp_path / entry["path"]).stat().st_size == entry["bytes"]
+    assert manifest["generator"]["seed"] == 7
+    assert manifest["generator"]["source_photos"]
+    assert manifest["total_bytes"] == sum(f["bytes"] for f in manifest["files"])
+
+
+def test_photos_are_real_jpegs_of_the_requested_size(tmp_path):
+    from PIL import Image
+
+    data.generate(TINY, tmp_path)
+    with Image.open(next(tmp_path.rglob("*.jpg"))) as image:
+        assert image.format == "JPEG"
+        assert image.size == (96, 64)
+        assert len(np.unique(np.asarray(image.convert("L")))) > 20  # photo content, not a fill
+
+
+def _user_folder(root, classes=("cat", "dog")):
+    for name in classes:
+        (root / name).mkdir(parents=True)
+    data.generate(GeneratorParams(2, 1, 32, 32, 90, 0), root / "_src")
+    jpeg = next((root / "_src").rglob("*.jpg")).read_bytes()
+    for name in classes:
+        (root / name / "x.JPEG").write_bytes(jpeg)
+    import shutil
+    shutil.rmtree(root / "_src")
+    return root
+
+
+def test_a_valid_user_folder_is_described(tmp_path):
+    manifest = data.scan_user_folder(_user_folder(tmp_path / "mine"))
+    assert manifest["classes"] == ["cat", "dog"]
+    assert manifest["num_images"] == 2
+    assert manifest["source"] == "user"
+
+
+@pytest.mark.parametrize("make, fragment", [
+    (lambda root: root / "missing", "does not exist"),
+    (lambda root: (root / "f.txt").write_text("x") and root / "f.txt", "is a file"),
+    (lambda root: root, "no class folders"),
+    (lambda root: (root / "empty_class").mkdir() or root, "holds no JPEG"),
+])
+def test_bad_user_folders_fail_with_the_fix(tmp_path, make, fragment):
+    with pytest.raises(DatasetError) as info:
+        data.scan_user_folder(make(tmp_path))
+    assert fragment in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+def test_prepare_reuses_a_dataset_made_with_the_same_parameters(tmp_path):
+    from perfstudy.config import compose_run_config
+
+    cfg = compose_run_config(["size=smoke", f"paths.results={tmp_path}", "data.num_images=4"])
+    manifest = data.prepare_dataset(cfg.data, cfg.paths.data_root)
+    stamp = manifest.stat().st_mtime_ns
+    assert data.prepare_dataset(cfg.data, cfg.paths.data_root) == manifest
+    assert manifest.stat().st_mtime_ns == stamp
+
+
+def test_user_data_gets_its_own_folder(tmp_path):
+    from perfstudy.config import compose_run_config
+
+    folder = _user_folder(tmp_path / "imagenet_train")
+    cfg = compose_run_config([f"data.path={folder}", f"paths.results={tmp_path}/r"])
+    manifest = data.prepare_dataset(cfg.data, cfg.paths.data_root)
+    assert manifest.parent.name.startswith("user-imagenet_train-")
+    assert data.load_manifest(manifest)["root"] == str(folder.resolve())
+
+
+def test_corrupt_or_missing_manifest_says_how_to_recover(tmp_path):
+    with pytest.raises(DatasetError, match="run the make_dataset rule"):
+        data.load_manifest(tmp_path / "manifest.json")
+    (tmp_path / "manifest.json").write_text("{not json")
+    with pytest.raises(DatasetError, match="corrupt"):
+        data.load_manifest(tmp_path / "manifest.json")

@@ -1,0 +1,111 @@
+"""The real DAG at smoke size: real MindSpore training, a real MLflow store, a real report."""
+
+import json
+import subprocess
+
+import pandas as pd
+import pytest
+
+from conftest import REPO, SNAKEMAKE, env_without_mlflow
+
+pytestmark = pytest.mark.slow
+
+SUMMARY_KEYS = {"study", "arm", "steps_measured", "steps_excluded", "step_ms", "gap_ms",
+                "fwd_bwd_ms", "tail_ms", "gap_share", "steady_step_ms", "images_per_s",
+                "num_parallel_workers", "config_hash", "dataset_sha256", "git_sha"}
+
+
+@pytest.fixture(scope="module")
+def study(tmp_path_factory):
+    out = tmp_path_factory.mktemp("study")
+    result = subprocess.run(
+        [SNAKEMAKE, "-s", str(REPO / "Snakefile"), "--cores", "2", "--config", f"results={out}",
+         "overrides=[size=smoke]"], cwd=REPO, capture_output=True, text=True, timeout=1200,
+        env=env_without_mlflow())
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return out
+
+
+def test_every_arm_has_its_config_steps_and_summary(study):
+    for arm in ("baseline", "tuned"):
+        run = study / "runs" / "seed_case" / arm
+        summary = json.loads((run / "summary.json").read_text())
+        assert SUMMARY_KEYS <= set(summary)
+        assert summary["arm"] == arm
+        for part in ("step_ms", "gap_ms", "fwd_bwd_ms", "tail_ms"):
+            assert set(summary[part]) == {"median", "p10", "p90", "mean"}
+        assert 0 <= summary["gap_share"] <= 1
+        assert summary["steps_measured"] + summary["steps_excluded"] == 8
+        steps = pd.read_csv(run / "steps.csv")
+        assert list(steps.columns[:8]) == ["step", "phase", "gap_ms", "fwd_bwd_ms", "tail_ms",
+                                           "step_ms", "loss", "images_per_s"]
+        assert len(steps) == 8
+        assert steps["loss"].notna().all()
+        measured = steps[steps["phase"] == "measured"]
+        assert summary["steady_step_ms"] == pytest.approx(measured["step_ms"].mean())
+    tuned = json.loads((study / "runs/seed_case/tuned/summary.json").read_text())
+    assert tuned["num_parallel_workers"]["requested"] == 12
+    assert tuned["num_parallel_workers"]["effective"] <= tuned["environment"]["usable_cpus"]
+    base = json.loads((study / "runs/seed_case/baseline/summary.json").read_text())
+    assert base["num_parallel_workers"]["requested"] is None
+    assert base["num_parallel_workers"]["effective"] == 1
+
+
+def test_report_has_published_and_measured_numbers_and_figures(study):
+    report = study / "report" / "seed_case"
+    table = pd.read_csv(report / "comparison.csv")
+    assert set(table["source"]) == {"published", "measured"}
+    assert set(table[table["source"] == "measured"]["arm"]) == {"baseline", "tuned"}
+    published = table[(table["source"] == "published") & (table["arm"] == "tuned")].iloc[0]
+    assert published["steady_step_ms"] == pytest.approx(18.07)
+    for name in ("step_breakdown.png", "step_time.png", "published_vs_measured.png"):
+        assert (report / "figures" / name).read_bytes()[:4] == b"\x89PNG"
+    md = (report / "report.md").read_text()
+    assert "72.8" in md or "73" in md
+    assert "baseline (" in md and "tuned (" in md
+    html = (report / "report.html").read_text()
+    assert html.count("data:image/png;base64,") == 3
+
+
+def test_mlflow_holds_one_parent_and_one_child_per_arm(study):
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(f"sqlite:///{study}/mlflow/mlflow.db")
+    experiment = client.get_experiment_by_name("perfstudy/seed_case")
+    runs = client.search_runs([experiment.experiment_id])
+    parents = [r for r in runs if r.data.tags.get("perfstudy.role") == "study"]
+    children = [r for r in runs if r.data.tags.get("perfstudy.role") == "arm"]
+    assert len(parents) == 1
+    assert sorted(r.data.tags["perfstudy.arm"] for r in children) == ["baseline", "tuned"]
+    for child in children:
+        assert child.data.tags["mlflow.parentRunId"] == parents[0].info.run_id
+        assert child.info.status == "FINISHED"
+        assert "steady_step_ms" in child.data.metrics
+        assert len(client.get_metric_history(child.info.run_id, "step/gap_ms")) == 8
+        artifacts = {a.path for a in client.list_artifacts(child.info.run_id)}
+        assert {"config.yaml", "steps.csv", "summary.json"} <= artifacts
+        assert any(a.endswith(".log") for a in artifacts)
+        recorded = json.loads((study / "runs/seed_case" / child.data.tags["perfstudy.arm"]
+                               / "mlflow_run.json").read_text())
+        assert recorded["run_id"] == child.info.run_id
+    parent_artifacts = {a.path for a in client.list_artifacts(parents[0].info.run_id)}
+    assert {"report.html", "report.md", "comparison.csv"} <= parent_artifacts
+    assert "tuned/speedup" in parents[0].data.metrics
+
+
+def test_rerunning_the_tracking_rules_makes_no_twins(study):
+    from mlflow.tracking import MlflowClient
+
+    result = subprocess.run(
+        [SNAKEMAKE, "-s", str(REPO / "Snakefile"), "--cores", "2", "--config", f"results={study}",
+         "overrides=[size=smoke]", "--forcerun", "track_arm", "track_study"], cwd=REPO,
+        capture_output=True, text=True, timeout=600, env=env_without_mlflow())
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "rule train" not in result.stdout + result.stderr  # training is not redone
+    client = MlflowClient(f"sqlite:///{study}/mlflow/mlflow.db")
+    experiment = client.get_experiment_by_name("perfstudy/seed_case")
+    runs = client.search_runs([experiment.experiment_id])
+    assert len(runs) == 3
+    for run in runs:
+        if run.data.tags.get("perfstudy.role") == "arm":
+            assert len(client.get_metric_history(run.info.run_id, "step/step_ms")) == 8

@@ -1,0 +1,31 @@
+"""ResNet50's size and shapes, and the learning-rate schedules."""
+
+import numpy as np
+import pytest
+
+from perfstudy.model import ResNet50, count_trainable_parameters, learning_rates
+
+
+def test_resnet50_has_the_reference_parameter_count_at_1000_classes():
+    assert count_trainable_parameters(ResNet50(1000)) == 25_557_032
+
+
+def test_output_shape_is_batch_by_classes():
+    import mindspore as ms
+
+    net = ResNet50(10)
+    net.set_train(False)
+    out = net(ms.Tensor(np.zeros((2, 3, 32, 32), np.float32)))
+    assert out.shape == (2, 10)
+
+
+def test_schedules():
+    assert learning_rates("constant", 0.1, 3) == [0.1, 0.1, 0.1]
+    cosine = learning_rates("cosine", 0.1, 5)
+    assert cosine[0] == pytest.approx(0.1)
+    assert cosine == sorted(cosine, reverse=True)
+    assert learning_rates("step", 1.0, 4, step_gamma=0.5, step_every=2) == [1, 1, 0.5, 0.5]
+    warm = learning_rates("constant", 0.1, 4, warmup_steps=2)
+    assert warm == pytest.approx([0.05, 0.1, 0.1, 0.1])
+    with pytest.raises(ValueError):
+        learning_rates("linear", 0.1, 3)

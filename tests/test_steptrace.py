@@ -1,0 +1,78 @@
+"""Step-trace arithmetic, the drain rule and the summary, on hand-made timestamps."""
+
+import pytest
+
+from perfstudy import steptrace
+from perfstudy.steptrace import StepTimes
+
+
+def make_steps(gaps_ms, fwd_ms=500.0, tail_ms=50.0, compile_ms=8000.0):
+    """Contiguous steps: each starts where the previous one ended."""
+    records, now = [], 1_700_000_000.0
+    for index, gap in enumerate(gaps_ms):
+        fwd = compile_ms if index == 0 else fwd_ms
+        start = now
+        ready = start + gap / 1e3
+        fwd_end = ready + fwd / 1e3
+        end = fwd_end + tail_ms / 1e3
+        records.append(StepTimes(index, start, ready, fwd_end, end, loss=1.0 / (index + 1)))
+        now = end
+    return records
+
+
+def test_parts_add_up_to_the_step():
+    frame = steptrace.steps_frame(make_steps([10, 200, 300]), batch_size=32)
+    assert frame["gap_ms"].tolist() == pytest.approx([10, 200, 300])
+    assert frame["fwd_bwd_ms"].tolist() == pytest.approx([8000, 500, 500])
+    assert frame["tail_ms"].tolist() == pytest.approx([50, 50, 50])
+    assert (frame["gap_ms"] + frame["fwd_bwd_ms"] + frame["tail_ms"]).tolist() == pytest.approx(
+        frame["step_ms"].tolist())
+    assert frame["images_per_s"].iloc[1] == pytest.approx(32 / 0.75)
+
+
+def test_input_bound_run_drops_the_steps_served_from_the_compile_buffer():
+    # compile, warm-up, 3 steps served from the queue filled during compile, then waiting
+    gaps = [5, 1, 1, 1, 1] + [2000] * 10
+    frame, reason = steptrace.assign_phases(steptrace.steps_frame(make_steps(gaps), 32), 1)
+    assert frame["phase"].tolist() == (["compile", "warmup"] + ["drain"] * 3 + ["measured"] * 10)
+    assert "drained at step 5" in reason
+    summary = steptrace.summarize(frame, 32, 3)
+    assert summary["steps_measured"] == 10
+    assert summary["steps_excluded"] == 5
+    assert summary["steps_excluded_by_phase"] == {"compile": 1, "warmup": 1, "drain": 3}
+    assert summary["steady_step_ms"] == pytest.approx(2550)
+    assert summary["gap_share"] == pytest.approx(2000 / 2550)
+    assert summary["images_per_s"] == pytest.approx(32 / 2.55)
+    assert summary["gap_ms"]["median"] == pytest.approx(2000)
+
+
+def test_pipeline_that_keeps_up_has_no_drain_steps():
+    gaps = [5] + [1.0] * 12
+    frame, reason = steptrace.assign_phases(steptrace.steps_frame(make_steps(gaps), 32), 2)
+    assert frame["phase"].tolist() == ["compile", "warmup", "warmup"] + ["measured"] * 10
+    assert "keeps up" in reason
+
+
+def test_steady_step_uses_wall_time_not_the_median_of_alternating_steps():
+    # fast and slow steps alternate, as in the tuned arm on 2 cores
+    records = make_steps([5] + [0, 3000] * 6, fwd_ms=600)
+    frame, _ = steptrace.assign_phases(steptrace.steps_frame(records, 32), 0)
+    summary = steptrace.summarize(frame, 32, 3)
+    measured = frame[frame["phase"] == "measured"]
+    assert summary["steady_step_ms"] == pytest.approx(measured["step_ms"].sum() / len(measured))
+    assert summary["window_wall_s"] * 1e3 == pytest.approx(measured["step_ms"].sum())
+
+
+def test_too_few_measured_steps_is_an_error_that_says_what_to_raise():
+    frame, _ = steptrace.assign_phases(steptrace.steps_frame(make_steps([1, 1, 1, 1]), 32), 1)
+    with pytest.raises(ValueError, match="trainer.steps"):
+        steptrace.summarize(frame, 32, 3)
+
+
+def test_cpu_floor_and_binding_floor():
+    assert steptrace.cpu_bound(3000, 1000, 2) == 2000
+    floors = steptrace.step_floor({"compute_wall_ms": 600, "compute_cpu_ms": 1100,
+                                   "pipeline_wall_ms": 1500, "pipeline_cpu_ms": 3000}, 2)
+    assert floors["cpu_floor_ms"] == pytest.approx(2050)
+    assert floors["binding_floor"] == "cpu"
+    assert floors["floor_ms"] == pytest.approx(2050)

@@ -1,0 +1,117 @@
+"""MLflow logging on a real SQLite store: runs, params, metrics, artifacts, no twins."""
+
+import json
+
+import pandas as pd
+import pytest
+
+from perfstudy import tracking
+from perfstudy.config import compose_run_config, flatten, to_container
+
+
+def _fake_arm(tmp_path, arm, step_ms=100.0):
+    run_dir = tmp_path / "runs" / "s" / arm
+    run_dir.mkdir(parents=True)
+    steps = pd.DataFrame({
+        "step": range(6), "phase": ["compile"] + ["measured"] * 5,
+        "gap_ms": [1.0] * 6, "fwd_bwd_ms": [step_ms - 11] * 6, "tail_ms": [10.0] * 6,
+        "step_ms": [step_ms] * 6, "loss": [1.0, 0.9, 0.8, 0.7, 0.6, 0.5],
+        "images_per_s": [32 / step_ms * 1e3] * 6,
+        "start_time_s": [1_700_000_000 + i * step_ms / 1e3 for i in range(6)],
+    })
+    steps.to_csv(run_dir / "steps.csv", index=False)
+    spread = {"median": step_ms, "p10": step_ms, "p90": step_ms, "mean": step_ms}
+    summary = {
+        "study": "s", "arm": arm, "size": "smoke", "steady_step_ms": step_ms, "gap_share": 0.01,
+        "images_per_s": 320.0, "steps_measured": 5, "steps_excluded": 1, "compile_ms": 5000.0,
+        "floor_ms": 90.0, "steady_vs_floor": step_ms / 90, "step_ms": spread, "gap_ms": spread,
+        "fwd_bwd_ms": spread, "tail_ms": spread,
+        "num_parallel_workers": {"requested": 12, "effective": 2},
+        "calibration": {"compute_wall_ms": 90.0}, "git_sha": "abc", "config_hash": "h",
+        "dataset_sha256": "d", "mindspore_version": "2.10.0",
+        "environment": {"cpu_count": 2, "cpu_model": "cpu"},
+    }
+    (run_dir / "summary.json").write_text(json.dumps(summary))
+    return run_dir, steps, summary
+
+
+def _log(client, exp, parent, run_dir, steps, summary):
+    cfg = compose_run_config(["size=smoke"])
+    return tracking.log_arm(
+        client, exp, parent, study="s", arm=summary["arm"],
+        params=flatten(to_container(cfg)), summary=summary, steps=steps,
+        artifacts=[run_dir / "steps.csv", run_dir / "summary.json"],
+        results_fingerprint=tracking.fingerprint(run_dir / "steps.csv", run_dir / "summary.json"))
+
+
+@pytest.fixture
+def store(tmp_path):
+    uri = tracking.default_uri(tmp_path)
+    client = tracking.client_for(uri)
+    exp = tracking.ensure_experiment(client, "perfstudy/s", tmp_path, uri)
+    parent = tracking.ensure_study_run(client, exp, "s", {})
+    return client, exp, parent
+
+
+def _active_arm_runs(client, exp):
+    return client.search_runs([exp], "tags.`perfstudy.role` = 'arm'")
+
+
+def test_default_store_is_sqlite_under_results(tmp_path):
+    assert tracking.default_uri(tmp_path) == f"sqlite:///{tmp_path.resolve()}/mlflow/mlflow.db"
+    assert tracking.resolve_uri(None, tmp_path).startswith("sqlite:///")
+    assert tracking.resolve_uri("http://x:5000", tmp_path) == "http://x:5000"
+
+
+def test_environment_uri_wins(tmp_path, monkeypatch):
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "http://elsewhere:5000")
+    assert tracking.resolve_uri("http://x:5000", tmp_path) == "http://elsewhere:5000"
+
+
+def test_arm_is_a_child_run_with_params_metrics_tags_and_artifacts(tmp_path, store):
+    client, exp, parent = store
+    run_dir, steps, summary = _fake_arm(tmp_path, "tuned")
+    result = _log(client, exp, parent, run_dir, steps, summary)
+    run = client.get_run(result["run_id"])
+    assert run.data.tags["mlflow.parentRunId"] == parent
+    assert run.info.status == "FINISHED"
+    for tag in ("perfstudy.study", "perfstudy.arm", "git_sha", "config_hash", "dataset_sha256",
+                "mindspore_version", "cpu_count"):
+        assert tag in run.data.tags
+    assert run.data.params["trainer.steps"] == "8"
+    assert run.data.metrics["steady_step_ms"] == 100.0
+    assert len(client.get_metric_history(result["run_id"], "step/step_ms")) == 6
+    names = {a.path for a in client.list_artifacts(result["run_id"])}
+    assert names == {"steps.csv", "summary.json"}
+    assert (tmp_path / "mlflow" / "artifacts").is_dir()
+
+
+def test_logging_the_same_results_again_updates_the_same_run(tmp_path, store):
+    client, exp, parent = store
+    run_dir, steps, summary = _fake_arm(tmp_path, "tuned")
+    first = _log(client, exp, parent, run_dir, steps, summary)
+    second = _log(client, exp, parent, run_dir, steps, summary)
+    assert second["run_id"] == first["run_id"] and not second["created"]
+    assert len(_active_arm_runs(client, exp)) == 1
+    assert len(client.get_metric_history(first["run_id"], "step/step_ms")) == 6
+    assert tracking.ensure_study_run(client, exp, "s", {}) == parent
+
+
+def test_retrained_arm_replaces_its_run_never_a_twin(tmp_path, store):
+    client, exp, parent = store
+    run_dir, steps, summary = _fake_arm(tmp_path, "tuned")
+    first = _log(client, exp, parent, run_dir, steps, summary)
+    steps2 = steps.assign(step_ms=steps["step_ms"] * 2)
+    steps2.to_csv(run_dir / "steps.csv", index=False)
+    second = _log(client, exp, parent, run_dir, steps2, summary)
+    assert second["run_id"] != first["run_id"]
+    assert second["replaced"] == [first["run_id"]]
+    runs = _active_arm_runs(client, exp)
+    assert [r.info.run_id for r in runs] == [second["run_id"]]
+
+
+def test_unreachable_server_is_one_sentence():
+    with pytest.raises(tracking.TrackingError) as info:
+        tracking.client_for("http://127.0.0.1:9")
+    assert "cannot be reached" in str(info.value)
+    assert "\n" not in str(info.value)

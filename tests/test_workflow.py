@@ -1,0 +1,58 @@
+"""The Snakemake workflow: lint, a full dry run, and its errors for bad settings."""
+
+import subprocess
+
+import pytest
+
+from conftest import REPO, SNAKEMAKE, env_without_mlflow
+
+
+def snakemake(*args, cwd=REPO, timeout=300):
+    return subprocess.run([SNAKEMAKE, "-s", str(REPO / "Snakefile"), *args], cwd=cwd,
+                          capture_output=True, text=True, timeout=timeout,
+                          env=env_without_mlflow())
+
+
+def test_lint_is_clean(tmp_path):
+    result = snakemake("--lint", "--config", f"results={tmp_path}", cwd=REPO)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Lints for" not in result.stdout + result.stderr
+
+
+def test_dry_run_plans_the_whole_study(tmp_path):
+    result = snakemake("-n", "--cores", "2", "--config", f"results={tmp_path}")
+    assert result.returncode == 0, result.stderr
+    out = result.stdout + result.stderr
+    for rule, count in (("compose_config", 2), ("make_dataset", 1), ("train", 2),
+                        ("track_init", 1), ("track_arm", 2), ("make_report", 1),
+                        ("track_study", 1)):
+        assert any(line.split() == [rule, str(count)] for line in out.splitlines()), rule
+
+
+def test_global_overrides_reach_every_arm(tmp_path):
+    result = snakemake("-n", "--cores", "2", "--config", f"results={tmp_path}",
+                       "overrides=[size=smoke]")
+    assert result.returncode == 0, result.stderr
+    assert "photos_smoke/manifest.json" in result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("setting, fragment", [
+    ("study=nonesuch", "Unknown study 'nonesuch'"),
+    ("overrides=[trainer.stepz=3]", "Unknown config key"),
+    ("overrides=[pipeline.num_parallel_workers=0]", "num_parallel_workers"),
+    ("overrides=[notanoverride]", "notanoverride"),
+])
+def test_bad_settings_fail_before_anything_runs(tmp_path, setting, fragment):
+    result = snakemake("-n", "--cores", "2", "--config", f"results={tmp_path}", setting)
+    assert result.returncode != 0
+    assert fragment in result.stdout + result.stderr
+    assert not any(tmp_path.iterdir())
+
+
+def test_train_script_by_hand_reports_a_bad_key_in_one_line():
+    result = subprocess.run([str(REPO / ".venv/bin/python") if (REPO / ".venv").exists()
+                             else "python", str(REPO / "scripts/train.py"), "trainer.stepz=3"],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2
+    assert result.stderr.strip().count("\n") == 0
+    assert result.stderr.startswith("error: Unknown config key")
