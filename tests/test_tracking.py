@@ -23,7 +23,7 @@ def _fake_arm(tmp_path, arm, step_ms=100.0):
     spread = {"median": step_ms, "p10": step_ms, "p90": step_ms, "mean": step_ms}
     summary = {
         "study": "s", "arm": arm, "size": "smoke", "steady_step_ms": step_ms, "gap_share": 0.01,
-        "images_per_s": 320.0, "steps_measured": 5, "steps_excluded": 1, "compile_ms": 5000.0,
+        "images_per_s": 320.0, "steps_measured": 5, "steps_excluded": 1, "first_step_ms": 5000.0,
         "floor_ms": 90.0, "steady_vs_floor": step_ms / 90, "step_ms": spread, "gap_ms": spread,
         "fwd_bwd_ms": spread, "tail_ms": spread,
         "num_parallel_workers": {"requested": 12, "effective": 2},

@@ -60,6 +60,9 @@ class PipelineConfig:
     # The process-wide default MindSpore uses when map() gets no num_parallel_workers
     # (mindspore.dataset.config.set_num_parallel_workers). None leaves MindSpore's own.
     global_default_workers: Optional[int] = 1
+    # Capacity of each operator's output queue (mindspore.dataset.config.set_prefetch_size);
+    # None keeps MindSpore's default (16). It bounds how far the pipeline can run ahead.
+    prefetch_size: Optional[int] = None
     shuffle: bool = True
     drop_remainder: bool = True
 
@@ -87,7 +90,11 @@ class TrainerConfig:
     device_target: str = "CPU"  # CPU | GPU | Ascend
     mode: str = "graph"  # graph | pynative
     seed: int = 1
-    # Steps dropped after the compile step before the drain rule looks at the data queue.
+    # Compile the graphs on a synthetic batch before the pipeline starts, so its queues do
+    # not fill during the compile. false reproduces the article's behaviour (the drain
+    # rule then drops the steps served from the compile-time buffer).
+    compile_first: bool = True
+    # Steps dropped after step 0 before the drain rule looks at the data queue.
     warmup_steps: int = 1
     min_measured_steps: int = 3
     log_every: int = 5
@@ -197,6 +204,9 @@ def validate(cfg: DictConfig) -> None:
         raise ConfigError(
             f"pipeline.num_parallel_workers is {workers}; use a positive integer, "
             "or null for MindSpore's default.")
+    prefetch = cfg.pipeline.prefetch_size
+    if prefetch is not None and prefetch <= 0:
+        raise ConfigError(f"pipeline.prefetch_size is {prefetch}; use a positive integer or null.")
     default_workers = cfg.pipeline.global_default_workers
     if default_workers is not None and default_workers <= 0:
         raise ConfigError(

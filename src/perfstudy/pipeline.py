@@ -91,6 +91,8 @@ def create_train_dataset(root: str, pipe_cfg, num_batches: int, seed: int,
     MindSpore then uses its process-wide default, which this study sets (1, the article's).
     """
     ds.config.set_seed(seed)
+    if pipe_cfg.prefetch_size is not None:
+        ds.config.set_prefetch_size(pipe_cfg.prefetch_size)
     if pipe_cfg.global_default_workers is not None:
         ds.config.set_num_parallel_workers(min(pipe_cfg.global_default_workers, workers.cpu_count))
     data = ds.ImageFolderDataset(root, shuffle=pipe_cfg.shuffle, decode=False)

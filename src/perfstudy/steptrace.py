@@ -7,10 +7,13 @@ Definitions (the case study's, see DESIGN.md):
 Consecutive steps share a boundary, so the step times add up to the wall time.
 
 Which steps are summarised ("steady state"):
-  1. step 0 compiles the graph: excluded;
+  1. step 0 is excluded: it compiles the graphs, or, when they were compiled on a
+     synthetic batch before the pipeline started (trainer.compile_first, the default),
+     it waits for the pipeline's start-up;
   2. `warmup_steps` more are excluded;
-  3. drain rule: while the pipeline's queues still hold the batches buffered during the
-     compile, steps get data at once and the run looks compute-bound. The steady gap level
+  3. drain rule: while the pipeline's queues still hold batches buffered during a compile
+     (trainer.compile_first=false, as in the article), steps get data at once and the run
+     looks compute-bound. The steady gap level
      G is the median gap of the last half of the run. If G is below the noise floor
      (max(5 ms, 5 % of the median step)), the pipeline keeps up and nothing more is dropped.
      Otherwise the queue has drained at the first step, after 1 and 2, whose gap reaches G/2;
@@ -62,12 +65,17 @@ def steps_frame(records: list[StepTimes], batch_size: int) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=STEP_COLUMNS)
 
 
-def assign_phases(frame: pd.DataFrame, warmup_steps: int) -> tuple[pd.DataFrame, str]:
-    """Label each step compile / warmup / drain / measured; return the frame and the reason."""
+def assign_phases(frame: pd.DataFrame, warmup_steps: int,
+                  first_phase: str = "compile") -> tuple[pd.DataFrame, str]:
+    """Label each step compile|startup / warmup / drain / measured; return frame and reason.
+
+    first_phase is "startup" when the graphs were compiled before the pipeline started
+    (step 0 then waits for the pipeline's first batch), "compile" when step 0 compiles.
+    """
     frame = frame.copy()
     count = len(frame)
     first_candidate = min(count, 1 + warmup_steps)
-    phases = ["compile"] + ["warmup"] * (first_candidate - 1) + [""] * (count - first_candidate)
+    phases = [first_phase] + ["warmup"] * (first_candidate - 1) + [""] * (count - first_candidate)
     phases = phases[:count]
     tail_half = frame["gap_ms"].iloc[max(first_candidate, count // 2):]
     steady_gap = float(tail_half.median()) if len(tail_half) else 0.0
@@ -111,7 +119,7 @@ def summarize(frame: pd.DataFrame, batch_size: int, min_measured_steps: int) -> 
         "steps_excluded": int(len(frame) - len(measured)),
         "steps_excluded_by_phase": {k: int(v) for k, v in excluded.items()},
         "first_measured_step": int(measured["step"].iloc[0]),
-        "compile_ms": float(frame["step_ms"].iloc[0]),
+        "first_step_ms": float(frame["step_ms"].iloc[0]),
         "step_ms": _spread(measured["step_ms"]),
         "gap_ms": _spread(measured["gap_ms"]),
         "fwd_bwd_ms": _spread(measured["fwd_bwd_ms"]),
