@@ -5,6 +5,7 @@ import sys
 from pathlib import Path
 
 from snakemake.exceptions import WorkflowError
+from snakemake.settings.types import DeploymentMethod
 
 from perfstudy.config import ConfigError, to_container
 from perfstudy.study import arm_names, arm_overrides, compose_arm, manifest_path
@@ -13,7 +14,9 @@ RESULTS = config["results"]
 STUDY = config["study"]
 CONF_FILES = sorted(str(p) for p in Path(workflow.basedir, "conf").rglob("*.yaml"))
 SCRIPTS = Path(workflow.basedir) / "scripts"
-PYTHON = sys.executable  # the interpreter snakemake runs in (the project .venv)
+# The interpreter snakemake runs in (the project's .venv), or the rule's conda env's.
+PYTHON = ("python" if DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method
+          else sys.executable)
 
 try:
     ARMS = arm_names(config, STUDY)

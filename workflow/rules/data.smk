@@ -5,11 +5,15 @@ rule compose_config:
     output:
         f"{RESULTS}/runs/{{study}}/{{arm}}/config.yaml",
     params:
+        python=PYTHON,
+        script=SCRIPTS / "compose_config.py",
         overrides=lambda w: arm_overrides(config, w.study, w.arm),
     log:
         f"{RESULTS}/logs/compose_config/{{study}}/{{arm}}.log",
+    conda:
+        "../envs/perfstudy.yaml"
     shell:
-        "{PYTHON} {SCRIPTS}/compose_config.py --out {output} {params.overrides:q} 2> {log}"
+        "{params.python} {params.script} --out {output} {params.overrides:q} 2> {log}"
 
 
 rule make_dataset:
@@ -17,6 +21,8 @@ rule make_dataset:
     output:
         f"{RESULTS}/data/{{dataset}}/manifest.json",
     params:
+        python=PYTHON,
+        script=SCRIPTS / "make_dataset.py",
         data=dataset_params,
     log:
         f"{RESULTS}/logs/make_dataset/{{dataset}}.log",
@@ -25,6 +31,8 @@ rule make_dataset:
     threads: workflow.cores
     resources:
         mem_mb=4000,
+    conda:
+        "../envs/perfstudy.yaml"
     shell:
-        "{PYTHON} {SCRIPTS}/make_dataset.py --data {params.data:q} --out {output} "
+        "{params.python} {params.script} --data {params.data:q} --out {output} "
         "--workers {threads} 2> {log}"

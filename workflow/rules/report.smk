@@ -16,12 +16,18 @@ rule make_report:
         published=report(f"{RESULTS}/report/{{study}}/figures/published_vs_measured.png",
                          caption="../report/published_vs_measured.rst", category="Figures"),
     params:
+        python=PYTHON,
+        script=SCRIPTS / "make_report.py",
         arms=ARMS,
+        report_dir=lambda w: f"{RESULTS}/report/{w.study}",
+        runs_dir=lambda w: f"{RESULTS}/runs/{w.study}",
     log:
         f"{RESULTS}/logs/report/{{study}}.log",
     benchmark:
         f"{RESULTS}/benchmarks/report/{{study}}.tsv"
+    conda:
+        "../envs/perfstudy.yaml"
     shell:
-        "{PYTHON} {SCRIPTS}/make_report.py --study {wildcards.study} "
-        "--runs-dir {RESULTS}/runs/{wildcards.study} --out {RESULTS}/report/{wildcards.study} "
+        "{params.python} {params.script} --study {wildcards.study} "
+        "--runs-dir {params.runs_dir} --out {params.report_dir} "
         "--arms {params.arms:q} 2> {log}"

@@ -4,10 +4,15 @@ rule track_init:
         f"{RESULTS}/runs/{{study}}/{ARMS[0]}/config.yaml",
     output:
         f"{RESULTS}/runs/{{study}}/mlflow_study.json",
+    params:
+        python=PYTHON,
+        script=SCRIPTS / "track_init.py",
     log:
         f"{RESULTS}/logs/track_init/{{study}}.log",
+    conda:
+        "../envs/perfstudy.yaml"
     shell:
-        "{PYTHON} {SCRIPTS}/track_init.py --run-config {input} --out {output} 2> {log}"
+        "{params.python} {params.script} --run-config {input} --out {output} 2> {log}"
 
 
 rule track_arm:
@@ -20,10 +25,16 @@ rule track_arm:
         train_log=f"{RESULTS}/logs/train/{{study}}/{{arm}}.log",
     output:
         f"{RESULTS}/runs/{{study}}/{{arm}}/mlflow_run.json",
+    params:
+        python=PYTHON,
+        script=SCRIPTS / "track_arm.py",
+        run_dir=lambda w: f"{RESULTS}/runs/{w.study}/{w.arm}",
     log:
         f"{RESULTS}/logs/track_arm/{{study}}/{{arm}}.log",
+    conda:
+        "../envs/perfstudy.yaml"
     shell:
-        "{PYTHON} {SCRIPTS}/track_arm.py --run-dir {RESULTS}/runs/{wildcards.study}/{wildcards.arm} "
+        "{params.python} {params.script} --run-dir {params.run_dir} "
         "--study-ids {input.study_ids} --log {input.train_log} 2> {log}"
 
 
@@ -37,9 +48,15 @@ rule track_study:
         study_ids=f"{RESULTS}/runs/{{study}}/mlflow_study.json",
     output:
         f"{RESULTS}/report/{{study}}/mlflow_study.json",
+    params:
+        python=PYTHON,
+        script=SCRIPTS / "track_study.py",
+        report_dir=lambda w: f"{RESULTS}/report/{w.study}",
+        runs_dir=lambda w: f"{RESULTS}/runs/{w.study}",
     log:
         f"{RESULTS}/logs/track_study/{{study}}.log",
+    conda:
+        "../envs/perfstudy.yaml"
     shell:
-        "{PYTHON} {SCRIPTS}/track_study.py --report-dir {RESULTS}/report/{wildcards.study} "
-        "--study-ids {input.study_ids} --out {output} "
-        "--runs-dir {RESULTS}/runs/{wildcards.study} 2> {log}"
+        "{params.python} {params.script} --report-dir {params.report_dir} "
+        "--study-ids {input.study_ids} --out {output} --runs-dir {params.runs_dir} 2> {log}"

@@ -6,6 +6,9 @@ rule train:
     output:
         steps=f"{RESULTS}/runs/{{study}}/{{arm}}/steps.csv",
         summary=f"{RESULTS}/runs/{{study}}/{{arm}}/summary.json",
+    params:
+        python=PYTHON,
+        script=SCRIPTS / "train.py",
     log:
         f"{RESULTS}/logs/train/{{study}}/{{arm}}.log",
     benchmark:
@@ -13,6 +16,8 @@ rule train:
     threads: workflow.cores
     resources:
         mem_mb=3000,
+    conda:
+        "../envs/perfstudy.yaml"
     shell:
-        "{PYTHON} {SCRIPTS}/train.py --run-config {input.config} --manifest {input.manifest} "
+        "{params.python} {params.script} --run-config {input.config} --manifest {input.manifest} "
         "2> {log}"
