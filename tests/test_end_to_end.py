@@ -93,6 +93,16 @@ def test_mlflow_holds_one_parent_and_one_child_per_arm(study):
     assert "tuned/speedup" in parents[0].data.metrics
 
 
+def test_snakemake_report_renders_the_registered_outputs(study):
+    target = study / "snakemake_report.html"
+    result = subprocess.run(
+        [SNAKEMAKE, "-s", str(REPO / "Snakefile"), "--config", f"results={study}",
+         "overrides=[size=smoke]", "--report", str(target)], cwd=REPO, capture_output=True,
+        text=True, timeout=600, env=env_without_mlflow())
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert target.stat().st_size > 10_000
+
+
 def test_rerunning_the_tracking_rules_makes_no_twins(study):
     from mlflow.tracking import MlflowClient
 

@@ -30,12 +30,12 @@ class ConfigError(ValueError):
 class DataConfig:
     """Where images come from: a generated photo ImageFolder, or a user's own."""
 
-    name: str = "photos16mp"  # folder name under paths.data_root for generated data
+    name: str = "photos24mp"  # folder name under paths.data_root for generated data
     path: Optional[str] = None  # a user's ImageFolder; None means: generate one
     num_images: int = 160
     num_classes: int = 4
-    image_width: int = 4608
-    image_height: int = 3456
+    image_width: int = 5664
+    image_height: int = 4248
     jpeg_quality: int = 90
     seed: int = 0
 
@@ -98,7 +98,8 @@ class TrainerConfig:
     warmup_steps: int = 1
     min_measured_steps: int = 3
     log_every: int = 5
-    calibration_steps: int = 3
+    calibration_steps: int = 3  # network-alone steps after training
+    calibration_batches: int = 6  # pipeline-alone batches (random crops vary: average more)
 
 
 @dataclass
@@ -157,6 +158,7 @@ _POSITIVE = (
     "data.num_images", "data.num_classes", "data.image_width", "data.image_height",
     "model.num_classes", "pipeline.image_size", "pipeline.batch_size", "trainer.steps",
     "trainer.min_measured_steps", "trainer.log_every", "trainer.calibration_steps",
+    "trainer.calibration_batches",
 )
 
 

@@ -161,21 +161,22 @@ def calibrate(step: TrainStep, batch, cfg, workers: pipeline.Workers, root: str)
         _timed_step(step, batch[0], batch[1])
     compute_wall = (time.perf_counter() - wall) / count
     compute_cpu = (time.process_time() - cpu) / count
-    dataset = pipeline.create_train_dataset(root, cfg.pipeline, count + 1, cfg.trainer.seed + 1,
-                                            workers)
+    batches = cfg.trainer.calibration_batches
+    dataset = pipeline.create_train_dataset(root, cfg.pipeline, batches + 1,
+                                            cfg.trainer.seed + 1, workers)
     iterator = dataset.create_tuple_iterator(num_epochs=1)
     try:
         next(iterator)  # the first batch pays for start-up; time the steady ones
         wall, cpu = time.perf_counter(), time.process_time()
-        for _ in range(count):
+        for _ in range(batches):
             next(iterator)
-        pipe_wall = (time.perf_counter() - wall) / count
-        pipe_cpu = (time.process_time() - cpu) / count
+        pipe_wall = (time.perf_counter() - wall) / batches
+        pipe_cpu = (time.process_time() - cpu) / batches
     finally:
         iterator.stop()
     return {"compute_wall_ms": compute_wall * 1e3, "compute_cpu_ms": compute_cpu * 1e3,
             "pipeline_wall_ms": pipe_wall * 1e3, "pipeline_cpu_ms": pipe_cpu * 1e3,
-            "batches": count}
+            "compute_steps": count, "pipeline_batches": batches}
 
 
 def run(cfg, manifest_path: str | Path | None = None) -> dict[str, Any]:
