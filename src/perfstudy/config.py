@@ -30,12 +30,12 @@ class ConfigError(ValueError):
 class DataConfig:
     """Where images come from: a generated photo ImageFolder, or a user's own."""
 
-    name: str = "photos24mp"  # folder name under paths.data_root for generated data
+    name: str = "photos16mp"  # folder name under paths.data_root for generated data
     path: Optional[str] = None  # a user's ImageFolder; None means: generate one
     num_images: int = 160
     num_classes: int = 4
-    image_width: int = 5664
-    image_height: int = 4248
+    image_width: int = 4608
+    image_height: int = 3456
     jpeg_quality: int = 90
     seed: int = 0
 
