@@ -51,4 +51,6 @@ def environment() -> dict[str, object]:
         "cpu_count": os.cpu_count(),
         "usable_cpus": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
         "packages": versions,
+        # oneDNN's ISA cap changes CPU kernel speed ~100x on some Intel machines (README).
+        "onednn_max_cpu_isa": os.environ.get("ONEDNN_MAX_CPU_ISA"),
     }
