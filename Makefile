@@ -35,7 +35,7 @@ lint: setup  ## snakemake --lint
 	$(BIN)/snakemake --lint
 
 report: setup  ## snakemake's own self-contained HTML report of the last run
-	$(BIN)/snakemake --report results/report/snakemake_report.html
+	$(BIN)/snakemake --cores 1 --report results/report/snakemake_report.html
 
 lock:  ## re-pin requirements.lock from requirements.in (needs uv)
 	uv pip compile requirements.in -o requirements.lock --python-version 3.11

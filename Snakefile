@@ -1,12 +1,15 @@
 # The study's only entry point:  snakemake --cores all
 # Settings: workflow/config.yaml (validated by workflow/schemas/config.schema.yaml); change
 # them with --config, e.g.  snakemake --cores all --config study=seed_case overrides='[size=smoke]'
+import os
+
 from snakemake.utils import min_version, validate
 
 min_version("9.0")
 
 
-configfile: "workflow/config.yaml"
+# Found next to this Snakefile, so `snakemake -s /path/to/Snakefile -d /elsewhere` works.
+configfile: os.path.join(workflow.basedir, "workflow", "config.yaml")
 
 
 validate(config, "workflow/schemas/config.schema.yaml")

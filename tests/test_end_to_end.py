@@ -19,8 +19,8 @@ SUMMARY_KEYS = {"study", "arm", "steps_measured", "steps_excluded", "step_ms", "
 def study(tmp_path_factory):
     out = tmp_path_factory.mktemp("study")
     result = subprocess.run(
-        [SNAKEMAKE, "-s", str(REPO / "Snakefile"), "--cores", "2", "--config", f"results={out}",
-         "overrides=[size=smoke]"], cwd=REPO, capture_output=True, text=True, timeout=1200,
+        [SNAKEMAKE, "-s", str(REPO / "Snakefile"), "-d", str(out), "--cores", "2", "--config", f"results={out}",
+         "overrides=[size=smoke]"], cwd=out, capture_output=True, text=True, timeout=1200,
         env=env_without_mlflow())
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     return out
@@ -96,8 +96,8 @@ def test_mlflow_holds_one_parent_and_one_child_per_arm(study):
 def test_snakemake_report_renders_the_registered_outputs(study):
     target = study / "snakemake_report.html"
     result = subprocess.run(
-        [SNAKEMAKE, "-s", str(REPO / "Snakefile"), "--config", f"results={study}",
-         "overrides=[size=smoke]", "--report", str(target)], cwd=REPO, capture_output=True,
+        [SNAKEMAKE, "-s", str(REPO / "Snakefile"), "-d", str(study), "--cores", "1",
+         "--config", f"results={study}", "overrides=[size=smoke]", "--report", str(target)], cwd=study, capture_output=True,
         text=True, timeout=600, env=env_without_mlflow())
     assert result.returncode == 0, result.stderr[-3000:]
     assert target.stat().st_size > 10_000
@@ -107,8 +107,9 @@ def test_rerunning_the_tracking_rules_makes_no_twins(study):
     from mlflow.tracking import MlflowClient
 
     result = subprocess.run(
-        [SNAKEMAKE, "-s", str(REPO / "Snakefile"), "--cores", "2", "--config", f"results={study}",
-         "overrides=[size=smoke]", "--forcerun", "track_arm", "track_study"], cwd=REPO,
+        [SNAKEMAKE, "-s", str(REPO / "Snakefile"), "-d", str(study), "--cores", "2", "--config",
+         f"results={study}", "overrides=[size=smoke]", "--forcerun", "track_arm", "track_study"],
+        cwd=study,
         capture_output=True, text=True, timeout=600, env=env_without_mlflow())
     assert result.returncode == 0, result.stderr[-3000:]
     assert "rule train" not in result.stdout + result.stderr  # training is not redone

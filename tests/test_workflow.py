@@ -7,20 +7,21 @@ import pytest
 from conftest import REPO, SNAKEMAKE, env_without_mlflow
 
 
-def snakemake(*args, cwd=REPO, timeout=300):
-    return subprocess.run([SNAKEMAKE, "-s", str(REPO / "Snakefile"), *args], cwd=cwd,
-                          capture_output=True, text=True, timeout=timeout,
+def snakemake(*args, workdir, timeout=300):
+    """Run the project's Snakefile with its working directory (and lock) in workdir."""
+    return subprocess.run([SNAKEMAKE, "-s", str(REPO / "Snakefile"), "-d", str(workdir), *args],
+                          cwd=workdir, capture_output=True, text=True, timeout=timeout,
                           env=env_without_mlflow())
 
 
 def test_lint_is_clean(tmp_path):
-    result = snakemake("--lint", "--config", f"results={tmp_path}", cwd=REPO)
+    result = snakemake("--lint", "--config", f"results={tmp_path}/results", workdir=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "Lints for" not in result.stdout + result.stderr
 
 
 def test_dry_run_plans_the_whole_study(tmp_path):
-    result = snakemake("-n", "--cores", "2", "--config", f"results={tmp_path}")
+    result = snakemake("-n", "--cores", "2", workdir=tmp_path)
     assert result.returncode == 0, result.stderr
     out = result.stdout + result.stderr
     for rule, count in (("compose_config", 2), ("make_dataset", 1), ("train", 2),
@@ -30,8 +31,8 @@ def test_dry_run_plans_the_whole_study(tmp_path):
 
 
 def test_global_overrides_reach_every_arm(tmp_path):
-    result = snakemake("-n", "--cores", "2", "--config", f"results={tmp_path}",
-                       "overrides=[size=smoke]")
+    result = snakemake("-n", "--cores", "2", "--config", "overrides=[size=smoke]",
+                       workdir=tmp_path)
     assert result.returncode == 0, result.stderr
     assert "photos_smoke/manifest.json" in result.stdout + result.stderr
 
@@ -43,10 +44,10 @@ def test_global_overrides_reach_every_arm(tmp_path):
     ("overrides=[notanoverride]", "notanoverride"),
 ])
 def test_bad_settings_fail_before_anything_runs(tmp_path, setting, fragment):
-    result = snakemake("-n", "--cores", "2", "--config", f"results={tmp_path}", setting)
+    result = snakemake("-n", "--cores", "2", "--config", setting, workdir=tmp_path)
     assert result.returncode != 0
     assert fragment in result.stdout + result.stderr
-    assert not any(tmp_path.iterdir())
+    assert not (tmp_path / "results").exists()
 
 
 def test_train_script_by_hand_reports_a_bad_key_in_one_line():

@@ -119,6 +119,8 @@ def figure_breakdown(arms: list[Arm], path: Path) -> Path:
                 label={"gap_ms": "iteration gap", "fwd_bwd_ms": "forward+backward",
                        "tail_ms": "iteration tail"}[part])
         bottom = [b + v for b, v in zip(bottom, values)]
+    ax.scatter([a.summary["floor_ms"] for a in arms], names, marker="|", s=900, color="black",
+               zorder=3, label="floor (compute, input or CPU)")
     ax.set_xlabel("ms per step (mean over the measured steps)")
     ax.invert_yaxis()
     ax.legend(loc="lower right", fontsize=8)
@@ -212,7 +214,7 @@ def _fmt(key: str, value: float) -> str:
         return f"{100 * value:.1f} %"
     if key == "speedup":
         return f"{value:.2f}x"
-    return f"{value:.2f}" if value < 10 else f"{value:.0f}"
+    return f"{value:.2f}" if value < 10 else f"{value:.1f}" if value < 100 else f"{value:.0f}"
 
 
 def _setup_table(arms: list[Arm]) -> pd.DataFrame:
@@ -280,9 +282,11 @@ def build(study: str, arms: list[Arm], out_dir: str | Path) -> dict[str, Path]:
     paths["fig_published"] = figure_published(table, figures / "published_vs_measured.png")
     baseline = next((a for a in arms if a.name == "baseline"), None)
     verdicts = [verdict(a, baseline) for a in arms]
-    rule = arms[0].summary["drain_rule"]
+    exclusions = [f"{a.name}: {a.summary['steps_measured']} measured, excluded "
+                  f"{a.summary['steps_excluded_by_phase']}; {a.summary['drain_rule']}" for a in arms]
     sections = [
         ("Verdicts", verdicts),
+        ("Which steps count", exclusions),
         ("Published vs measured", _published_vs_measured(arms)),
         ("Setup", _setup_table(arms)),
         ("Spread over the measured steps (ms)", _spread_table(arms)),
@@ -291,8 +295,10 @@ def build(study: str, arms: list[Arm], out_dir: str | Path) -> dict[str, Path]:
     notes = (
         "Steady step = wall time of the measured window / its steps (the tuned arm's steps "
         "alternate fast and slow, so the median misleads). The CPU floor is (pipeline CPU-ms + "
-        "network CPU-ms per batch) / cores, each measured alone after training. Excluded steps: "
-        f"compile, warm-up, and the drain rule (first arm: {rule}). The article ran on an "
+        "network CPU-ms per batch) / cores, each measured alone after training. Step 0 (graph "
+        "compile, or the pipeline's start-up when the graphs were compiled first) and the "
+        "warm-up steps are excluded, then the drain rule drops steps served from a queue "
+        "filled during the compile (see 'Which steps count'). The article ran on an "
         "accelerator at 224 px; this machine is a CPU, so absolute times differ by design: "
         "compare gap shares and speedups.")
     figs = [("Step breakdown", paths["fig_breakdown"]), ("Step time", paths["fig_steps"]),
