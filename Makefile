@@ -23,7 +23,7 @@ $(STAMP): requirements.lock pyproject.toml
 setup: $(STAMP)  ## create .venv and install the pinned dependency set and the package
 
 run: setup  ## set up, then run the default study (snakemake --cores all)
-	$(BIN)/snakemake --cores $(CORES) $(SNAKEMAKE_ARGS)
+	$(BIN)/snakemake --cores $(CORES) --keep-going $(SNAKEMAKE_ARGS)
 
 test: setup  ## set up, then run the whole test suite (unit, workflow, end-to-end smoke)
 	$(BIN)/python -m pytest
