@@ -31,7 +31,8 @@ test: setup  ## set up, then run the whole test suite (unit, workflow, end-to-en
 test-fast: setup  ## the tests that do not train (seconds)
 	$(BIN)/python -m pytest -m "not slow"
 
-lint: setup  ## snakemake --lint
+lint: setup  ## ruff on the Python code, snakemake --lint on the workflow
+	$(BIN)/ruff check src scripts tests
 	$(BIN)/snakemake --lint
 
 report: setup  ## snakemake's own self-contained HTML report of the last run

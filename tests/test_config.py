@@ -2,8 +2,14 @@
 
 import pytest
 
-from perfstudy.config import (CONF_DIR, ConfigError, compose_run_config, config_hash, flatten,
-                              to_container)
+from perfstudy.config import (
+    CONF_DIR,
+    ConfigError,
+    compose_run_config,
+    config_hash,
+    flatten,
+    to_container,
+)
 
 EXPERIMENTS = sorted(p.stem for p in (CONF_DIR / "experiment").glob("*.yaml"))
 SIZES = sorted(p.stem for p in (CONF_DIR / "size").glob("*.yaml"))

@@ -5,7 +5,6 @@ import subprocess
 
 import pandas as pd
 import pytest
-
 from conftest import REPO, SNAKEMAKE, env_without_mlflow
 
 pytestmark = pytest.mark.slow
@@ -97,8 +96,8 @@ def test_snakemake_report_renders_the_registered_outputs(study):
     target = study / "snakemake_report.html"
     result = subprocess.run(
         [SNAKEMAKE, "-s", str(REPO / "Snakefile"), "-d", str(study), "--cores", "1",
-         "--config", f"results={study}", "overrides=[size=smoke]", "--report", str(target)], cwd=study, capture_output=True,
-        text=True, timeout=600, env=env_without_mlflow())
+         "--config", f"results={study}", "overrides=[size=smoke]", "--report", str(target)],
+        cwd=study, capture_output=True, text=True, timeout=600, env=env_without_mlflow())
     assert result.returncode == 0, result.stderr[-3000:]
     assert target.stat().st_size > 10_000
 

@@ -3,7 +3,6 @@
 import subprocess
 
 import pytest
-
 from conftest import REPO, SNAKEMAKE, env_without_mlflow
 
 
@@ -18,6 +17,13 @@ def test_lint_is_clean(tmp_path):
     result = snakemake("--lint", "--config", f"results={tmp_path}/results", workdir=tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "Lints for" not in result.stdout + result.stderr
+
+
+def test_python_code_is_ruff_clean():
+    ruff = str(__import__("pathlib").Path(SNAKEMAKE).with_name("ruff"))
+    result = subprocess.run([ruff, "check", "src", "scripts", "tests"], cwd=REPO,
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stdout
 
 
 def test_dry_run_plans_the_whole_study(tmp_path):

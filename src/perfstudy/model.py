@@ -55,7 +55,7 @@ class ResNet50(nn.Cell):
             nn.MaxPool2d(kernel_size=3, stride=2, pad_mode="same"))
         stages = []
         in_ch = 64
-        for blocks, width, stride in zip(LAYER_BLOCKS, LAYER_WIDTHS, LAYER_STRIDES):
+        for blocks, width, stride in zip(LAYER_BLOCKS, LAYER_WIDTHS, LAYER_STRIDES, strict=True):
             for index in range(blocks):
                 stages.append(Bottleneck(in_ch, width, stride if index == 0 else 1))
                 in_ch = width

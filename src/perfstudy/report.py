@@ -118,7 +118,7 @@ def figure_breakdown(arms: list[Arm], path: Path) -> Path:
         ax.barh(names, values, left=bottom, color=colour,
                 label={"gap_ms": "iteration gap", "fwd_bwd_ms": "forward+backward",
                        "tail_ms": "iteration tail"}[part])
-        bottom = [b + v for b, v in zip(bottom, values)]
+        bottom = [b + v for b, v in zip(bottom, values, strict=True)]
     ax.scatter([a.summary["floor_ms"] for a in arms], names, marker="|", s=900, color="black",
                zorder=3, label="floor (compute, input or CPU)")
     ax.set_xlabel("ms per step (mean over the measured steps)")
@@ -227,8 +227,10 @@ def _setup_table(arms: list[Arm]) -> pd.DataFrame:
             "device": f"{s['device_target']} ({s['mode']} mode)",
             "CPU": f"{env['cpu_model']} x{env['usable_cpus']}",
             "input": f"{s['batch_size']} x {s['image_size']} px",
-            "data": f"{s['dataset']['num_images']} JPEGs, {s['dataset']['total_bytes'] / 1e6:.0f} MB ({s['dataset']['source']})",
-            "steps measured / excluded": f"{s['steps_measured']} / {s['steps_excluded']} {s['steps_excluded_by_phase']}",
+            "data": (f"{s['dataset']['num_images']} JPEGs, {s['dataset']['total_bytes'] / 1e6:.0f} MB "
+                     f"({s['dataset']['source']})"),
+            "steps measured / excluded": (f"{s['steps_measured']} / {s['steps_excluded']} "
+                                          f"{s['steps_excluded_by_phase']}"),
             "MindSpore": s["mindspore_version"],
             "config hash": s["config_hash"],
         })
