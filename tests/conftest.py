@@ -9,6 +9,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 PYTHON = sys.executable
 SNAKEMAKE = str(Path(PYTHON).with_name("snakemake"))
+RUFF = str(Path(PYTHON).with_name("ruff"))
 
 
 @pytest.fixture(autouse=True)

@@ -3,7 +3,7 @@
 import subprocess
 
 import pytest
-from conftest import REPO, SNAKEMAKE, env_without_mlflow
+from conftest import REPO, RUFF, SNAKEMAKE, env_without_mlflow
 
 
 def snakemake(*args, workdir, timeout=300):
@@ -20,8 +20,7 @@ def test_lint_is_clean(tmp_path):
 
 
 def test_python_code_is_ruff_clean():
-    ruff = str(__import__("pathlib").Path(SNAKEMAKE).with_name("ruff"))
-    result = subprocess.run([ruff, "check", "src", "scripts", "tests"], cwd=REPO,
+    result = subprocess.run([RUFF, "check", "src", "scripts", "tests"], cwd=REPO,
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stdout
 
