@@ -3,7 +3,11 @@
 # them with --config, e.g.  snakemake --cores all --config study=seed_case overrides='[size=smoke]'
 import os
 
+from snakemake.exceptions import WorkflowError
 from snakemake.utils import min_version, validate
+
+from perfstudy.config import ConfigError
+from perfstudy.study import check_workflow_config
 
 min_version("9.0")
 
@@ -12,6 +16,10 @@ min_version("9.0")
 configfile: os.path.join(workflow.basedir, "workflow", "config.yaml")
 
 
+try:  # one sentence for a bad setting, then Snakemake's own check (it fills the defaults)
+    check_workflow_config(config, os.path.join(workflow.basedir, "workflow/schemas/config.schema.yaml"))
+except ConfigError as exc:
+    raise WorkflowError(str(exc)) from None
 validate(config, "workflow/schemas/config.schema.yaml")
 
 

@@ -47,6 +47,7 @@ def test_global_overrides_reach_every_arm(tmp_path):
     ("overrides=[trainer.stepz=3]", "Unknown config key"),
     ("overrides=[pipeline.num_parallel_workers=0]", "num_parallel_workers"),
     ("overrides=[notanoverride]", "notanoverride"),
+    ("studyy=seed_case", "'studyy' was unexpected"),
 ])
 def test_bad_settings_fail_before_anything_runs(tmp_path, setting, fragment):
     result = snakemake("-n", "--cores", "2", "--config", setting, workdir=tmp_path)

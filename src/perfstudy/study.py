@@ -53,3 +53,17 @@ def compose_arm(wf_config: dict[str, Any], study: str, arm: str) -> DictConfig:
 def manifest_path(cfg: DictConfig) -> Path:
     """Where the arm's dataset manifest lives."""
     return dataset_dir(cfg.data, cfg.paths.data_root) / MANIFEST
+
+
+def check_workflow_config(wf_config: dict[str, Any], schema_path: str | Path) -> None:
+    """Validate workflow/config.yaml (+ --config) against its JSON-Schema; one sentence on error."""
+    import jsonschema
+    import yaml
+
+    schema = yaml.safe_load(Path(schema_path).read_text())
+    error = jsonschema.exceptions.best_match(
+        jsonschema.Draft202012Validator(schema).iter_errors(wf_config))
+    if error is not None:
+        where = "/".join(str(part) for part in error.absolute_path) or "top level"
+        raise ConfigError(f"workflow/config.yaml ({where}): {error.message}; fix the file or the "
+                          "--config value (keys and their meaning: workflow/schemas/config.schema.yaml).")

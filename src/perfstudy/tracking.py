@@ -193,7 +193,8 @@ def log_arm(client, experiment_id: str, parent_run_id: str, *, study: str, arm: 
     existing = _find_runs(client, experiment_id, {f"{TAG}study": study, f"{TAG}arm": arm,
                                                   f"{TAG}role": "arm"})
     same = [r for r in existing if r.data.tags.get(f"{TAG}results") == results_fingerprint]
-    stale = [r for r in existing if r not in same[:1]]
+    keep = same[0].info.run_id if same else None
+    stale = [r for r in existing if r.info.run_id != keep]
     replaced = []
     for run in stale:  # another training's results, or a twin: keep exactly one run per arm
         client.delete_run(run.info.run_id)
