@@ -39,4 +39,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main_guard(main))
+    sys.exit(main_guard(main, extra_errors=(train.DeviceError,)))

@@ -3,7 +3,7 @@
 import subprocess
 
 import pytest
-from conftest import REPO, RUFF, SNAKEMAKE, env_without_mlflow
+from conftest import PYTHON, REPO, RUFF, SNAKEMAKE, env_without_mlflow
 
 
 def snakemake(*args, workdir, timeout=300):
@@ -63,3 +63,13 @@ def test_train_script_by_hand_reports_a_bad_key_in_one_line():
     assert result.returncode == 2
     assert result.stderr.strip().count("\n") == 0
     assert result.stderr.startswith("error: Unknown config key")
+
+
+def test_a_device_this_mindspore_cannot_use_is_one_sentence(tmp_path):
+    result = subprocess.run([PYTHON, str(REPO / "scripts/train.py"), "size=smoke",
+                             "trainer.device_target=Ascend", f"paths.results={tmp_path}"],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 2
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: trainer.device_target=Ascend is not usable")
+    assert not (tmp_path / "data").exists()  # failed before generating anything

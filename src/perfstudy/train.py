@@ -29,6 +29,10 @@ from perfstudy.provenance import environment, git_state
 log = logging.getLogger(__name__)
 
 
+class DeviceError(RuntimeError):
+    """The configured device cannot run MindSpore here; the message says what to do."""
+
+
 class ForwardBackward(nn.Cell):
     """Loss and gradients of one batch: one compiled graph in GRAPH_MODE."""
 
@@ -79,9 +83,17 @@ class TrainStep:
 
 
 def _setup_mindspore(cfg) -> None:
-    mode = ms.GRAPH_MODE if cfg.trainer.mode == "graph" else ms.PYNATIVE_MODE
-    ms.set_context(mode=mode)
-    ms.set_device(cfg.trainer.device_target)
+    try:  # set_device may accept an accelerator and fail only at its first op: try one
+        ms.set_device(cfg.trainer.device_target)
+        if cfg.trainer.device_target != "CPU":
+            (ms.Tensor(np.ones(1, np.float32)) + 1).asnumpy()  # eager, before graph mode
+    except RuntimeError as exc:
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise DeviceError(
+            f"trainer.device_target={cfg.trainer.device_target} is not usable with this MindSpore "
+            f"install ({reason.split('. ')[0].rstrip('.')}); use trainer.device_target=CPU or "
+            f"install MindSpore's {cfg.trainer.device_target} build.") from None
+    ms.set_context(mode=ms.GRAPH_MODE if cfg.trainer.mode == "graph" else ms.PYNATIVE_MODE)
     ms.set_seed(cfg.trainer.seed)
 
 
@@ -181,6 +193,7 @@ def calibrate(step: TrainStep, batch, cfg, workers: pipeline.Workers, root: str)
 
 def run(cfg, manifest_path: str | Path | None = None) -> dict[str, Any]:
     """Train one arm and write steps.csv and summary.json into cfg.paths.run_dir."""
+    _setup_mindspore(cfg)  # first: a missing device fails before minutes of data work
     run_dir = Path(cfg.paths.run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     if manifest_path is None:
@@ -193,7 +206,6 @@ def run(cfg, manifest_path: str | Path | None = None) -> dict[str, Any]:
              "effective %d of %d CPUs", cfg.study, cfg.arm, manifest["num_images"],
              manifest["num_classes"], manifest["root"], workers.requested, workers.effective,
              workers.cpu_count)
-    _setup_mindspore(cfg)
     train_step = TrainStep(cfg)
     compile_s = precompile(train_step, cfg) if cfg.trainer.compile_first else None
     if compile_s is not None:
