@@ -63,6 +63,14 @@ def test_steady_step_uses_wall_time_not_the_median_of_alternating_steps():
     assert summary["window_wall_s"] * 1e3 == pytest.approx(measured["step_ms"].sum())
 
 
+def test_a_late_drain_is_capped_to_keep_the_minimum_of_measured_steps():
+    gaps = [5, 1, 1, 1, 1, 1, 1, 2000, 2000, 2000, 2000]  # drains at step 7 of 11
+    frame, reason = steptrace.assign_phases(steptrace.steps_frame(make_steps(gaps), 32), 1,
+                                            min_measured_steps=6)
+    assert (frame["phase"] == "measured").sum() == 6
+    assert "raise trainer.steps" in reason
+
+
 def test_too_few_measured_steps_is_an_error_that_says_what_to_raise():
     frame, _ = steptrace.assign_phases(steptrace.steps_frame(make_steps([1, 1, 1, 1]), 32), 1)
     with pytest.raises(ValueError, match="trainer.steps"):

@@ -65,8 +65,8 @@ def steps_frame(records: list[StepTimes], batch_size: int) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=STEP_COLUMNS)
 
 
-def assign_phases(frame: pd.DataFrame, warmup_steps: int,
-                  first_phase: str = "compile") -> tuple[pd.DataFrame, str]:
+def assign_phases(frame: pd.DataFrame, warmup_steps: int, first_phase: str = "compile",
+                  min_measured_steps: int = 1) -> tuple[pd.DataFrame, str]:
     """Label each step compile|startup / warmup / drain / measured; return frame and reason.
 
     first_phase is "startup" when the graphs were compiled before the pipeline started
@@ -91,6 +91,11 @@ def assign_phases(frame: pd.DataFrame, warmup_steps: int,
         drain_end = reached[0] if reached else first_candidate
         reason = (f"steady gap {steady_gap:.1f} ms (median of the last half); the queue counts "
                   f"as drained at step {drain_end}, the first whose gap reached half of it")
+        latest = max(first_candidate, count - min_measured_steps)
+        if drain_end > latest:  # keep a summary rather than lose the run; say so
+            drain_end = latest
+            reason += (f"; capped at step {latest} to keep {min_measured_steps} measured steps "
+                       "(the run may be too short to reach a steady state: raise trainer.steps)")
     for i in range(first_candidate, count):
         phases[i] = "drain" if i < drain_end else "measured"
     frame["phase"] = phases

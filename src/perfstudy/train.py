@@ -223,7 +223,8 @@ def run(cfg, manifest_path: str | Path | None = None) -> dict[str, Any]:
     calibration = calibrate(train_step, last_batch, cfg, workers, manifest["root"])
     frame, drain_rule = steptrace.assign_phases(
         steptrace.steps_frame(records, cfg.pipeline.batch_size), cfg.trainer.warmup_steps,
-        first_phase="startup" if compile_s is not None else "compile")
+        first_phase="startup" if compile_s is not None else "compile",
+        min_measured_steps=cfg.trainer.min_measured_steps)
     stats = steptrace.summarize(frame, cfg.pipeline.batch_size, cfg.trainer.min_measured_steps)
     floors = steptrace.step_floor(calibration, workers.cpu_count)
     summary = {
