@@ -34,3 +34,9 @@ rule all:
     input:
         study_outputs(),
     default_target: True
+
+
+onsuccess:
+    print(f"\nReport: {RESULTS}/report/{STUDY}/report.html\n"
+          f"Compare the arms in MLflow: mlflow ui --backend-store-uri "
+          f"{tracking_uri_hint()} --port 5000\n")

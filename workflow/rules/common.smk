@@ -51,3 +51,10 @@ def study_outputs():
     out = f"{RESULTS}/report/{STUDY}"
     return [f"{out}/report.html", f"{out}/report.md", f"{out}/comparison.csv",
             f"{out}/mlflow_study.json"]
+
+
+def tracking_uri_hint():
+    """The store the tracking rules write to, for the closing message."""
+    from perfstudy.tracking import resolve_uri
+
+    return resolve_uri(ARM_CONFIGS[ARMS[0]].tracking.uri, RESULTS)
