@@ -10,6 +10,10 @@ rule compose_config:
         overrides=lambda w: arm_overrides(config, w.study, w.arm),
     log:
         f"{RESULTS}/logs/compose_config/{{study}}/{{arm}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/compose_config/{{study}}/{{arm}}.tsv"
+    resources:
+        mem_mb=500,
     conda:
         "../envs/perfstudy.yaml"
     shell:

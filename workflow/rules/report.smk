@@ -25,6 +25,8 @@ rule make_report:
         f"{RESULTS}/logs/report/{{study}}.log",
     benchmark:
         f"{RESULTS}/benchmarks/report/{{study}}.tsv"
+    resources:
+        mem_mb=1000,
     conda:
         "../envs/perfstudy.yaml"
     shell:

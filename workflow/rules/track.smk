@@ -9,6 +9,10 @@ rule track_init:
         script=SCRIPTS / "track_init.py",
     log:
         f"{RESULTS}/logs/track_init/{{study}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/track_init/{{study}}.tsv"
+    resources:
+        mem_mb=1000,
     conda:
         "../envs/perfstudy.yaml"
     shell:
@@ -31,6 +35,10 @@ rule track_arm:
         run_dir=lambda w: f"{RESULTS}/runs/{w.study}/{w.arm}",
     log:
         f"{RESULTS}/logs/track_arm/{{study}}/{{arm}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/track_arm/{{study}}/{{arm}}.tsv"
+    resources:
+        mem_mb=1000,
     conda:
         "../envs/perfstudy.yaml"
     shell:
@@ -55,6 +63,10 @@ rule track_study:
         runs_dir=lambda w: f"{RESULTS}/runs/{w.study}",
     log:
         f"{RESULTS}/logs/track_study/{{study}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/track_study/{{study}}.tsv"
+    resources:
+        mem_mb=1000,
     conda:
         "../envs/perfstudy.yaml"
     shell:
