@@ -39,8 +39,7 @@ def main() -> None:
         tags[f"perfstudy.verdict.{row.arm}"] = f"{row.input_bound} input-bound"
         arm_runs[row.arm] = read_json(Path(args.runs_dir) / row.arm / "mlflow_run.json")["run_id"]
         steps = pd.read_csv(Path(args.runs_dir) / row.arm / "steps.csv")
-        last_end = max(last_end, int((steps["start_time_s"].iloc[-1]
-                                      + steps["step_ms"].iloc[-1] / 1e3) * 1000))
+        last_end = max(last_end, tracking.run_end_ms(steps))
     client = tracking.client_for(ids["tracking_uri"])
     files = [report_dir / name for name in ("report.html", "report.md", "comparison.csv")]
     tracking.log_study(client, ids["study_run_id"], metrics=metrics, tags=tags,

@@ -135,6 +135,11 @@ def step_metrics(steps: pd.DataFrame) -> list:
     return metrics
 
 
+def run_end_ms(steps: pd.DataFrame) -> int:
+    """Wall-clock end of the last step (ms): a timestamp fixed by the results themselves."""
+    return int((steps["start_time_s"].iloc[-1] + steps["step_ms"].iloc[-1] / 1e3) * 1000)
+
+
 def summary_metrics(summary: dict[str, Any], stamp_ms: int) -> list:
     """The summary's numbers as metrics at step 0 (fixed timestamp: idempotent)."""
     from mlflow.entities import Metric
@@ -209,8 +214,7 @@ def log_arm(client, experiment_id: str, parent_run_id: str, *, study: str, arm: 
     try:
         client.log_batch(run_id, tags=[_tag(k, v) for k, v in tags.items()])
         log_params(client, run_id, params)
-        end_ms = int((steps["start_time_s"].iloc[-1] + steps["step_ms"].iloc[-1] / 1e3) * 1000)
-        log_metrics(client, run_id, step_metrics(steps) + summary_metrics(summary, end_ms))
+        log_metrics(client, run_id, step_metrics(steps) + summary_metrics(summary, run_end_ms(steps)))
         for path in artifacts:
             client.log_artifact(run_id, str(path))
     except BaseException:
