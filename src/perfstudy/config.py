@@ -11,7 +11,7 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Dict, Optional
 
 from hydra import compose, initialize_config_dir
 from hydra.core.config_store import ConfigStore
@@ -65,6 +65,13 @@ class PipelineConfig:
     prefetch_size: Optional[int] = None
     shuffle: bool = True
     drop_remainder: bool = True
+    # An extra map after the article's, for a transform of your own ("module:Class",
+    # built with extra_transform_args, applied to each image). The diagnosis then says
+    # whether it is the slow operator. perfstudy.transforms:Sleep is a stand-in for one.
+    extra_transform: str = ""
+    extra_transform_args: Dict[str, Any] = field(default_factory=dict)
+    # None: map() without num_parallel_workers (MindSpore's process default).
+    extra_transform_workers: Optional[int] = None
 
 
 @dataclass
@@ -104,11 +111,19 @@ class TrainerConfig:
 
 @dataclass
 class ProfilerConfig:
-    """Profiling of the run (the MindSpore profiler is wired in by a later stage)."""
+    """What is profiled besides the host step timers (see conf/profiler/*.yaml)."""
 
     name: str = "off"  # off | light | full
-    start_step: int = 0
+    # MindData (dataset) profiling: per-operator queue sizes, CPU, the iterator's waits.
+    dataset: bool = False
+    # MindSpore's op profiler: the kernel timeline, exported as a Chrome trace.
+    timeline: bool = False
+    # First step of the timeline window; None: the first step after warm-up.
+    start_step: Optional[int] = None
+    # Steps in the timeline window; 0: up to the last training step.
     num_steps: int = 0
+    # MindData's sampling interval (ms). 1000 costs nothing measurable; 100 costs ~10 %.
+    sampling_interval_ms: int = 1000
 
 
 @dataclass
@@ -158,7 +173,7 @@ _POSITIVE = (
     "data.num_images", "data.num_classes", "data.image_width", "data.image_height",
     "model.num_classes", "pipeline.image_size", "pipeline.batch_size", "trainer.steps",
     "trainer.min_measured_steps", "trainer.log_every", "trainer.calibration_steps",
-    "trainer.calibration_batches",
+    "trainer.calibration_batches", "profiler.sampling_interval_ms",
 )
 
 
@@ -222,10 +237,32 @@ def validate(cfg: DictConfig) -> None:
             f"trainer.steps is {cfg.trainer.steps}, too few: the compile step, "
             f"{cfg.trainer.warmup_steps} warm-up step(s) and at least "
             f"{cfg.trainer.min_measured_steps} measured steps are needed; raise trainer.steps.")
+    _validate_profiler(cfg)
+    extra = cfg.pipeline.extra_transform
+    if extra and (":" not in extra or extra.startswith(":") or extra.endswith(":")):
+        raise ConfigError(f"pipeline.extra_transform is {extra!r}; use 'module:Callable', "
+                          "e.g. perfstudy.transforms:Sleep.")
+    extra_workers = cfg.pipeline.extra_transform_workers
+    if extra_workers is not None and extra_workers <= 0:
+        raise ConfigError(f"pipeline.extra_transform_workers is {extra_workers}; use a positive "
+                          "integer, or null for MindSpore's default.")
     if cfg.model.num_classes < cfg.data.num_classes and cfg.data.path is None:
         raise ConfigError(
             f"model.num_classes ({cfg.model.num_classes}) is below data.num_classes "
             f"({cfg.data.num_classes}); set model.num_classes to at least the class count.")
+
+
+def _validate_profiler(cfg: DictConfig) -> None:
+    prof = cfg.profiler
+    if prof.name == "off" and (prof.dataset or prof.timeline):
+        raise ConfigError("profiler.name is 'off' but profiler.dataset or profiler.timeline is "
+                          "true; choose profiler=light or profiler=full instead.")
+    start = prof.start_step
+    if start is not None and not 0 <= start < cfg.trainer.steps:
+        raise ConfigError(f"profiler.start_step is {start}; use a step in 0..{cfg.trainer.steps - 1}"
+                          " (trainer.steps), or null for the first step after warm-up.")
+    if prof.num_steps < 0:
+        raise ConfigError(f"profiler.num_steps is {prof.num_steps}; use 0 (to the last step) or more.")
 
 
 def compose_run_config(overrides: list[str] | tuple[str, ...] = (), *,

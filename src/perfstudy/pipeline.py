@@ -11,6 +11,8 @@ from typing import Optional
 import mindspore.dataset as ds
 from mindspore.dataset import vision
 
+from perfstudy.transforms import load_transform
+
 log = logging.getLogger(__name__)
 
 # ImageNet statistics on the 0..255 scale, as in the article's code.
@@ -106,5 +108,38 @@ def create_train_dataset(root: str, pipe_cfg, num_batches: int, seed: int,
     else:
         data = data.map(operations=transforms, input_columns="image",
                         num_parallel_workers=workers.effective)
+    if pipe_cfg.extra_transform:
+        extra = load_transform(pipe_cfg.extra_transform, dict(pipe_cfg.extra_transform_args))
+        extra_workers = pipe_cfg.extra_transform_workers
+        kwargs = {} if extra_workers is None else {
+            "num_parallel_workers": min(extra_workers, workers.cpu_count)}
+        data = data.map(operations=[extra], input_columns="image", **kwargs)
     data = data.batch(pipe_cfg.batch_size, drop_remainder=pipe_cfg.drop_remainder)
     return data.repeat(math.ceil(num_batches / per_epoch))
+
+
+def _operation_name(op: dict) -> str:
+    return str(op.get("tensor_op_name") or op.get("python_module") or op.get("op_type") or "?")
+
+
+def describe(dataset: ds.Dataset) -> list[dict]:
+    """The pipeline's operators, consumer first (the order MindData numbers them in).
+
+    Each: op_type (Map, Batch, ImageFolderDataset, ...), num_parallel_workers, the
+    transforms of a map, and the queue capacity. The dataset profiler only says "MapOp";
+    this lets the diagnosis name the map a user would recognise.
+    """
+    nodes = []
+
+    def walk(node: dict) -> None:
+        nodes.append({
+            "op_type": node.get("op_type", "?"),
+            "num_parallel_workers": node.get("num_parallel_workers"),
+            "operations": [_operation_name(op) for op in node.get("operations", [])],
+            "connector_queue_size": node.get("connector_queue_size"),
+        })
+        for child in node.get("children", []):
+            walk(child)
+
+    walk(ds.serialize(dataset))
+    return nodes

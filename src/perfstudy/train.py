@@ -24,6 +24,7 @@ from perfstudy import data as data_mod
 from perfstudy import pipeline, steptrace
 from perfstudy.io import write_csv, write_json
 from perfstudy.model import create_loss, create_model, create_optimizer
+from perfstudy.profiling import RunProfiler
 from perfstudy.provenance import environment, git_state
 
 log = logging.getLogger(__name__)
@@ -134,8 +135,8 @@ def precompile(step: TrainStep, cfg) -> float:
     return seconds
 
 
-def train_loop(step: TrainStep, dataset, steps: int, batch_size: int,
-               log_every: int) -> tuple[list[steptrace.StepTimes], tuple]:
+def train_loop(step: TrainStep, dataset, steps: int, batch_size: int, log_every: int,
+               profiler: RunProfiler | None = None) -> tuple[list[steptrace.StepTimes], tuple]:
     """Train `steps` steps; returns the step timestamps and the last batch."""
     iterator = dataset.create_tuple_iterator(num_epochs=1)
     records = []
@@ -144,9 +145,14 @@ def train_loop(step: TrainStep, dataset, steps: int, batch_size: int,
     try:
         for index in range(steps):
             start = previous_end
+            if profiler is not None:
+                profiler.step_begin(index)  # inside the gap: ~µs unless the window starts
             batch = next(iterator)
             data_ready = time.time()
             loss, fwd_bwd_end, end = _timed_step(step, batch[0], batch[1])
+            if profiler is not None:
+                profiler.step_end(index)
+                end = time.time()  # a stop at the window's end is part of this step
             if not np.isfinite(loss):
                 raise FloatingPointError(
                     f"The loss became {loss} at step {index}; lower optimizer.lr.")
@@ -159,6 +165,8 @@ def train_loop(step: TrainStep, dataset, steps: int, batch_size: int,
                          100 * (data_ready - start) / total, batch_size / total)
     finally:
         iterator.stop()
+        if profiler is not None:
+            profiler.end_training()
     return records, batch
 
 
@@ -214,13 +222,19 @@ def run(cfg, manifest_path: str | Path | None = None) -> dict[str, Any]:
     # Surplus batches: the pipeline must still be working when the last step runs, or the
     # last steps run without it and look faster than the steady state.
     surplus = cfg.pipeline.prefetch_size or ds_config.get_prefetch_size()
+    profiler = RunProfiler(cfg.profiler, run_dir / "profile", cfg.trainer.steps,
+                           cfg.trainer.warmup_steps)
+    profiler.begin()  # dataset profiling must start before the pipeline is launched
     dataset = pipeline.create_train_dataset(manifest["root"], cfg.pipeline,
                                             cfg.trainer.steps + surplus, cfg.trainer.seed, workers)
+    if profiler.enabled:
+        write_json(run_dir / "profile" / "pipeline.json", pipeline.describe(dataset))
     started = time.time()
     records, last_batch = train_loop(train_step, dataset, cfg.trainer.steps,
-                                     cfg.pipeline.batch_size, cfg.trainer.log_every)
+                                     cfg.pipeline.batch_size, cfg.trainer.log_every, profiler)
     train_wall_s = time.time() - started
     calibration = calibrate(train_step, last_batch, cfg, workers, manifest["root"])
+    profile_meta = profiler.finish()  # the op profile's analysis, after all timing
     frame, drain_rule = steptrace.assign_phases(
         steptrace.steps_frame(records, cfg.pipeline.batch_size), cfg.trainer.warmup_steps,
         first_phase="startup" if compile_s is not None else "compile",
@@ -250,6 +264,7 @@ def run(cfg, manifest_path: str | Path | None = None) -> dict[str, Any]:
         "device_target": cfg.trainer.device_target,
         "mode": cfg.trainer.mode,
         "environment": environment(),
+        "profile": profile_meta,
     }
     write_csv(run_dir / "steps.csv", frame)
     write_json(run_dir / "summary.json", summary)
