@@ -16,6 +16,7 @@ from omegaconf import OmegaConf
 
 from perfstudy import config, train
 from perfstudy.cli import main_guard, setup_logging
+from perfstudy.profiling import ProfilerError
 
 
 def main() -> None:
@@ -39,4 +40,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main_guard(main, extra_errors=(train.DeviceError,)))
+    sys.exit(main_guard(main, extra_errors=(train.DeviceError, ProfilerError)))

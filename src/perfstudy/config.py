@@ -11,7 +11,7 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, Optional
+from typing import Any, Optional
 
 from hydra import compose, initialize_config_dir
 from hydra.core.config_store import ConfigStore
@@ -69,7 +69,7 @@ class PipelineConfig:
     # built with extra_transform_args, applied to each image). The diagnosis then says
     # whether it is the slow operator. perfstudy.transforms:Sleep is a stand-in for one.
     extra_transform: str = ""
-    extra_transform_args: Dict[str, Any] = field(default_factory=dict)
+    extra_transform_args: dict[str, Any] = field(default_factory=dict)
     # None: map() without num_parallel_workers (MindSpore's process default).
     extra_transform_workers: Optional[int] = None
 

@@ -83,14 +83,14 @@ class RunProfiler:
 
     def begin(self) -> None:
         """Prepare the profile folder and start dataset profiling (before the iterator exists)."""
-        if not self.enabled:
-            return
         if self.dir.exists():  # a rerun's profile must not mix with the last one's
             shutil.rmtree(self.dir)
         self.dir.mkdir(parents=True)
         # MindData stamps samples with the steady clock (ms); time.monotonic() reads the
         # same clock on Linux. The offset maps them onto time.time(), the host timers' clock.
         self.meta["clock_offset_s"] = time.time() - time.monotonic()
+        if not self.enabled:
+            return
         if self.cfg.dataset:
             if _autotune_enabled():
                 raise ProfilerError("Dataset AutoTune is on, and MindSpore cannot run it together "
@@ -144,8 +144,6 @@ class RunProfiler:
 
     def finish(self) -> dict[str, Any]:
         """Run MindSpore's op-profile analysis (writes trace_view.json) and profile.json."""
-        if not self.enabled:
-            return {}
         if self._ops is not None:
             started = time.perf_counter()
             self._ops.analyse()

@@ -227,8 +227,7 @@ def run(cfg, manifest_path: str | Path | None = None) -> dict[str, Any]:
     profiler.begin()  # dataset profiling must start before the pipeline is launched
     dataset = pipeline.create_train_dataset(manifest["root"], cfg.pipeline,
                                             cfg.trainer.steps + surplus, cfg.trainer.seed, workers)
-    if profiler.enabled:
-        write_json(run_dir / "profile" / "pipeline.json", pipeline.describe(dataset))
+    write_json(run_dir / "profile" / "pipeline.json", pipeline.describe(dataset))
     started = time.time()
     records, last_batch = train_loop(train_step, dataset, cfg.trainer.steps,
                                      cfg.pipeline.batch_size, cfg.trainer.log_every, profiler)

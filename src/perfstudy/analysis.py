@@ -1,0 +1,77 @@
+"""One arm's raw traces -> tidy tables, a Chrome trace and diagnosis.json (rule analyze).
+
+Reads the run folder that training wrote (steps.csv, summary.json, profile/) and writes
+next to them:
+  pipeline_ops.csv    per MindData operator: queue usage, empty/full ratio, CPU %
+  queues.csv          per sample and operator: output-queue size (the queue figure)
+  timeline_steps.csv  per step from the op timeline, joined to the host timers
+  trace.json          Chrome trace (host steps, kernels, queues, iterator waits) for Perfetto
+  diagnosis.json      verdict, culprit, CPU state, recommendation, timeline cross-check
+Every file is written even when the profiler was off (then with headers only), so the
+workflow's outputs do not depend on the profiler setting.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from perfstudy import diagnosis, minddata, timeline
+from perfstudy.io import read_json, write_csv, write_json
+
+log = logging.getLogger(__name__)
+
+OPS_COLUMNS = ["op_id", "op_type", "label", "num_workers", "operations", "child_id", "capacity",
+               "queue_usage", "empty_ratio", "full_ratio", "cpu_pct", "cpu_pct_per_worker", "samples"]
+QUEUE_COLUMNS = ["time_s", "op_id", "label", "size", "capacity"]
+
+
+def measured_window(steps: pd.DataFrame) -> tuple[float, float]:
+    """Start and end (time.time() clock) of the measured steps."""
+    measured = steps[steps["phase"] == "measured"]
+    return (float(measured["start_time_s"].min()),
+            float((measured["start_time_s"] + measured["step_ms"] / 1e3).max()))
+
+
+def analyze_run(run_dir: str | Path) -> dict[str, Any]:
+    """Analyse one run folder; returns the diagnosis."""
+    run = Path(run_dir)
+    steps = pd.read_csv(run / "steps.csv")
+    summary = read_json(run / "summary.json")
+    profile_dir = run / "profile"
+    window = measured_window(steps)
+    ops = queues = iterator_frame = None
+    host, waits = {}, {}
+    meta = summary.get("profile") or {}
+    if meta.get("dataset"):
+        profile = minddata.load(profile_dir)
+        ops = minddata.op_table(profile, window)
+        queues = minddata.queue_series(profile)
+        host = minddata.host_cpu(profile, window)
+        waits = minddata.iterator_waits(profile, window)
+        iterator_frame = profile.iterator
+    kernels, cross, joined = None, None, pd.DataFrame(columns=timeline.TIMELINE_COLUMNS)
+    trace_path = timeline.find_trace(profile_dir) if meta.get("timeline") else None
+    if trace_path is not None:
+        kernels = timeline.load_kernels(trace_path)
+        joined = timeline.match_host(timeline.timeline_steps(kernels), steps)
+        cross = timeline.cross_check(joined)
+    elif meta.get("timeline"):
+        cross = {"steps": 0, "agrees": None,
+                 "sentence": "The op profiler ran but wrote no trace_view.json; see the train log."}
+    result = diagnosis.diagnose(summary, steps, ops, host, waits, cross)
+    result["window"] = {"start_s": window[0], "end_s": window[1]}
+    result["sampling_interval_ms"] = meta.get("sampling_interval_ms")
+    write_csv(run / "pipeline_ops.csv", ops if ops is not None else pd.DataFrame(columns=OPS_COLUMNS))
+    write_csv(run / "queues.csv", queues if queues is not None else pd.DataFrame(columns=QUEUE_COLUMNS))
+    write_csv(run / "timeline_steps.csv", joined)
+    timeline.write_chrome_trace(run / "trace.json",
+                                timeline.chrome_trace(steps, kernels, queues, iterator_frame))
+    write_json(run / "diagnosis.json", result)
+    log.info("%s: %s %s", summary["arm"], result["headline"], result["recommendation"]["sentence"])
+    if cross:
+        log.info("%s", cross["sentence"])
+    return result
