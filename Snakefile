@@ -26,6 +26,7 @@ validate(config, "workflow/schemas/config.schema.yaml")
 include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/train.smk"
+include: "workflow/rules/analyze.smk"
 include: "workflow/rules/track.smk"
 include: "workflow/rules/report.smk"
 

@@ -10,11 +10,8 @@ import logging
 import sys
 from pathlib import Path
 
-import pandas as pd
-
 from perfstudy import report
 from perfstudy.cli import UserError, main_guard, setup_logging
-from perfstudy.io import read_json
 
 log = logging.getLogger("make_report")
 
@@ -31,12 +28,13 @@ def main() -> None:
     arms = []
     for name in args.arms:
         run_dir = Path(args.runs_dir) / name
-        summary = read_json(run_dir / "summary.json")
+        arm = report.load_arm(run_dir, name)
+        summary = arm.summary
         if summary.get("study") != args.study or summary.get("arm") != name:
             raise UserError(f"{run_dir}/summary.json belongs to study {summary.get('study')!r} "
                             f"arm {summary.get('arm')!r}, not {args.study!r}/{name!r}; delete "
                             "that folder and run snakemake again.")
-        arms.append(report.Arm(name, summary, pd.read_csv(run_dir / "steps.csv")))
+        arms.append(arm)
     paths = report.build(args.study, arms, args.out)
     for arm in arms:
         log.info(report.verdict(arm, arms[0] if arms[0].name == "baseline" else None))

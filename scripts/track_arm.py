@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Log one arm (config, per-step metrics, summary, artifacts) as a child run of its study.
+"""Log one arm (config, per-step metrics, summary, diagnosis, profile) as a child run of its study.
 
 Re-running it updates the same run; see perfstudy.tracking for the rules.
     python scripts/track_arm.py --run-dir results/runs/seed_case/tuned \
@@ -20,6 +20,11 @@ from perfstudy.io import read_json, write_json
 log = logging.getLogger("track_arm")
 
 
+def _read_table(path: Path) -> pd.DataFrame | None:
+    frame = pd.read_csv(path) if path.is_file() else None
+    return frame if frame is not None and len(frame) else None
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -34,12 +39,19 @@ def main() -> None:
     summary = read_json(run_dir / "summary.json")
     steps = pd.read_csv(run_dir / "steps.csv")
     client = tracking.client_for(ids["tracking_uri"])
-    files = [run_dir / "config.yaml", run_dir / "steps.csv", run_dir / "summary.json"]
+    files = [run_dir / name for name in ("config.yaml", "steps.csv", "summary.json", "diagnosis.json",
+                                         "pipeline_ops.csv", "queues.csv", "timeline_steps.csv",
+                                         "trace.json")]
+    diagnosis = read_json(run_dir / "diagnosis.json")
+    ops, queues = (_read_table(run_dir / name) for name in ("pipeline_ops.csv", "queues.csv"))
     result = tracking.log_arm(
         client, ids["experiment_id"], ids["study_run_id"], study=cfg.study, arm=cfg.arm,
         params=config.flatten(config.to_container(cfg)), summary=summary, steps=steps,
-        artifacts=files + [Path(p) for p in args.log if Path(p).is_file()],
-        results_fingerprint=tracking.fingerprint(run_dir / "steps.csv", run_dir / "summary.json"))
+        artifacts=[f for f in files if f.is_file()] + [Path(p) for p in args.log if Path(p).is_file()],
+        results_fingerprint=tracking.fingerprint(run_dir / "steps.csv", run_dir / "summary.json"),
+        extra_metrics=tracking.diagnosis_metrics(diagnosis, ops, queues, tracking.run_end_ms(steps)),
+        extra_tags=tracking.diagnosis_tags(diagnosis),
+        artifact_dirs={"profile": run_dir / "profile"} if (run_dir / "profile").is_dir() else {})
     log.info("arm %s -> run %s (%s)", cfg.arm, result["run_id"],
              "created" if result["created"] else "updated")
     write_json(run_dir / "mlflow_run.json", {**result, "tracking_uri": ids["tracking_uri"],

@@ -26,7 +26,6 @@ log = logging.getLogger(__name__)
 
 OPS_COLUMNS = ["op_id", "op_type", "label", "num_workers", "operations", "child_id", "capacity",
                "queue_usage", "empty_ratio", "full_ratio", "cpu_pct", "cpu_pct_per_worker", "samples"]
-QUEUE_COLUMNS = ["time_s", "op_id", "label", "size", "capacity"]
 
 
 def measured_window(steps: pd.DataFrame) -> tuple[float, float]:
@@ -66,7 +65,7 @@ def analyze_run(run_dir: str | Path) -> dict[str, Any]:
     result["window"] = {"start_s": window[0], "end_s": window[1]}
     result["sampling_interval_ms"] = meta.get("sampling_interval_ms")
     write_csv(run / "pipeline_ops.csv", ops if ops is not None else pd.DataFrame(columns=OPS_COLUMNS))
-    write_csv(run / "queues.csv", queues if queues is not None else pd.DataFrame(columns=QUEUE_COLUMNS))
+    write_csv(run / "queues.csv", queues if queues is not None else pd.DataFrame(columns=minddata.QUEUE_COLUMNS))
     write_csv(run / "timeline_steps.csv", joined)
     timeline.write_chrome_trace(run / "trace.json",
                                 timeline.chrome_trace(steps, kernels, queues, iterator_frame))

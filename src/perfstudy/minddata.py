@@ -24,6 +24,8 @@ import pandas as pd
 
 from perfstudy.profiling import DATASET_DIR, META_FILE
 
+QUEUE_COLUMNS = ["time_s", "op_id", "op_type", "label", "size", "capacity"]
+
 
 class ProfileFormatError(ValueError):
     """A profile file is missing or not in the format MindSpore writes."""
@@ -138,7 +140,7 @@ def _in_window(times: np.ndarray, window: tuple[float, float] | None) -> np.ndar
 
 
 def queue_series(profile: DatasetProfile) -> pd.DataFrame:
-    """Tidy per-sample output-queue sizes: time_s, op_id, label, size, capacity."""
+    """Tidy per-sample output-queue sizes: time_s, op_id, op_type, label, size, capacity."""
     labels = op_labels(profile)
     rows = []
     for op in profile.ops:
@@ -148,9 +150,10 @@ def queue_series(profile: DatasetProfile) -> pd.DataFrame:
         sizes = queue.get("size", [])
         times = profile.sample_times_s[: len(sizes)]
         for t, size in zip(times, sizes[: len(times)], strict=True):
-            rows.append({"time_s": float(t), "op_id": op["op_id"], "label": labels[op["op_id"]]["label"],
-                         "size": int(size), "capacity": int(queue["length"])})
-    return pd.DataFrame(rows, columns=["time_s", "op_id", "label", "size", "capacity"])
+            info = labels[op["op_id"]]
+            rows.append({"time_s": float(t), "op_id": op["op_id"], "op_type": info["op_type"],
+                         "label": info["label"], "size": int(size), "capacity": int(queue["length"])})
+    return pd.DataFrame(rows, columns=QUEUE_COLUMNS)
 
 
 def op_table(profile: DatasetProfile, window: tuple[float, float] | None = None) -> pd.DataFrame:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import base64
 import html
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -14,15 +14,14 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from perfstudy.io import write_csv, write_text_atomic  # noqa: E402
+from perfstudy.diagnosis import input_bound_band  # noqa: E402
+from perfstudy.io import read_json, write_csv, write_text_atomic  # noqa: E402
 
 # The case study's table (CASE_STUDY.md): ResNet50, batch 32, accelerator, MindInsight.
 PUBLISHED = {
     "baseline": {"gap_ms": 72.8, "step_ms": 90.0},
     "tuned": {"gap_ms": 0.25, "step_ms": 18.07},
 }
-HIGHLY_INPUT_BOUND = 0.20  # TensorFlow profiler's bands, as DESIGN.md's verdicts
-MODERATELY_INPUT_BOUND = 0.05
 CPU_SATURATED = 1.15  # steady step within 15 % of the CPU floor: the cores are the limit
 
 
@@ -33,15 +32,24 @@ class Arm:
     name: str
     summary: dict[str, Any]
     steps: pd.DataFrame
+    diagnosis: dict[str, Any] | None = None
+    ops: pd.DataFrame | None = None
+    queues: pd.DataFrame | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
 
 
-def input_bound_band(gap_share: float) -> str:
-    """'highly', 'moderately' or 'not' input-bound, by the TensorFlow profiler's bands."""
-    if gap_share >= HIGHLY_INPUT_BOUND:
-        return "highly"
-    if gap_share >= MODERATELY_INPUT_BOUND:
-        return "moderately"
-    return "not"
+def load_arm(run_dir: str | Path, name: str) -> Arm:
+    """An arm's results from its run folder (analysis outputs when present)."""
+    run = Path(run_dir)
+
+    def table(file: str) -> pd.DataFrame | None:
+        path = run / file
+        frame = pd.read_csv(path) if path.is_file() else None
+        return frame if frame is not None and len(frame) else None
+
+    diagnosis = read_json(run / "diagnosis.json") if (run / "diagnosis.json").is_file() else None
+    return Arm(name, read_json(run / "summary.json"), pd.read_csv(run / "steps.csv"), diagnosis,
+               table("pipeline_ops.csv"), table("queues.csv"))
 
 
 def _workers_text(summary: dict[str, Any]) -> str:
@@ -173,6 +181,88 @@ def figure_published(table: pd.DataFrame, path: Path) -> Path:
     return path
 
 
+def figure_queues(arm: Arm, path: Path) -> Path:
+    """Output-queue fill (size / capacity) of each operator over time, like MindInsight's
+    queue-relationship view; the measured steps shaded."""
+    fig, ax = plt.subplots(figsize=(7.2, 3.4))
+    origin = float(arm.steps["start_time_s"].min())
+    if arm.queues is not None:
+        for label, rows in arm.queues.groupby("label", sort=False):
+            ax.step(rows["time_s"] - origin, 100 * rows["size"] / rows["capacity"], where="post",
+                    lw=1.2, label=label if len(label) < 60 else label[:57] + "...")
+        ax.legend(fontsize=7, loc="upper right")
+    else:
+        ax.text(0.5, 0.5, "no dataset profile (profiler=off)", ha="center", va="center",
+                transform=ax.transAxes)
+    window = (arm.diagnosis or {}).get("window")
+    if window:
+        ax.axvspan(window["start_s"] - origin, window["end_s"] - origin, color="#dddddd", zorder=0,
+                   label="measured steps")
+    ax.set_ylim(-5, 105)
+    ax.set_xlabel("seconds since the first step")
+    ax.set_ylabel("output queue fill (%)")
+    ax.set_title(f"{arm.name}: data queues per operator (shaded: measured steps)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def _diagnosis_table(arms: list[Arm]) -> pd.DataFrame:
+    rows = []
+    for arm in arms:
+        d = arm.diagnosis
+        if d is None:
+            continue
+        culprit = d.get("culprit") or {}
+        cpu = d["cpu"]
+        busy = cpu.get("host_busy_pct")
+        rows.append({
+            "arm": arm.name,
+            "verdict": d["bound"] + "-bound",
+            "input-bound (TF bands)": f"{d['input_bound']['band']} ({100 * d['input_bound']['gap_share']:.1f} %)",
+            "culprit operator": (f"{culprit['label']}, {culprit.get('num_workers')} worker(s)"
+                                 if culprit else "none"),
+            "host CPU busy": f"{busy:.0f} % of {cpu['cores']}" if busy is not None else "not profiled",
+            "step / CPU floor": f"{cpu['steady_vs_cpu_floor']:.2f}",
+            "iterator wait (median ms)": (f"{d['iterator_wait']['median_ms']:.0f}"
+                                          if d["iterator_wait"].get("batches") else "-"),
+        })
+    return pd.DataFrame(rows)
+
+
+def _ops_table(arms: list[Arm]) -> pd.DataFrame:
+    rows = []
+    for arm in arms:
+        if arm.ops is None:
+            continue
+        for row in arm.ops.itertuples(index=False):
+            if pd.isna(row.queue_usage):
+                continue
+            rows.append({"arm": arm.name, "operator": row.label, "workers": row.num_workers,
+                         "queue usage": f"{100 * row.queue_usage:.0f} %",
+                         "empty": f"{100 * row.empty_ratio:.0f} %",
+                         "CPU (% of a core)": "-" if pd.isna(row.cpu_pct) else f"{row.cpu_pct:.0f}"})
+    return pd.DataFrame(rows)
+
+
+def _cross_check_lines(arms: list[Arm]) -> list[str]:
+    lines = []
+    for arm in arms:
+        cross = (arm.diagnosis or {}).get("cross_check") or {}
+        if cross.get("sentence"):
+            extra = ""
+            if cross.get("steps"):
+                extra = (f" Timeline medians: forward+backward {cross['tl_fwd_bwd_ms_median']:.0f} ms, "
+                         f"tail {cross['tl_tail_ms_median']:.0f} ms, optimizer kernels busy "
+                         f"{cross['optimizer_busy_ms_median']:.0f} ms.")
+            lines.append(f"{arm.name}: {cross['sentence']}{extra}")
+        else:
+            profiler = (arm.summary.get("profile") or {}).get("profiler", "off")
+            lines.append(f"{arm.name}: no op timeline (profiler={profiler}).")
+    return lines
+
+
 def _md_table(frame: pd.DataFrame) -> str:
     head = "| " + " | ".join(frame.columns) + " |"
     rule = "|" + "---|" * len(frame.columns)
@@ -282,12 +372,28 @@ def build(study: str, arms: list[Arm], out_dir: str | Path) -> dict[str, Path]:
     paths["fig_breakdown"] = figure_breakdown(arms, figures / "step_breakdown.png")
     paths["fig_steps"] = figure_steps(arms, figures / "step_time.png")
     paths["fig_published"] = figure_published(table, figures / "published_vs_measured.png")
+    for arm in arms:
+        paths[f"fig_queues_{arm.name}"] = figure_queues(arm, figures / f"queues_{arm.name}.png")
     baseline = next((a for a in arms if a.name == "baseline"), None)
-    verdicts = [verdict(a, baseline) for a in arms]
+    verdicts = []
+    for arm in arms:
+        line = verdict(arm, baseline)
+        if arm.diagnosis:
+            speed = ""
+            if baseline is not None and arm is not baseline:
+                speed = (f" Speed: {baseline.summary['steady_step_ms'] / arm.summary['steady_step_ms']:.2f}x"
+                         f" the baseline's ({arm.summary['steady_step_ms']:.0f} vs "
+                         f"{baseline.summary['steady_step_ms']:.0f} ms per steady step).")
+            line = (f"{arm.name} ({_workers_text(arm.summary)}): {arm.diagnosis['headline']} "
+                    f"{arm.diagnosis['recommendation']['sentence']}{speed}")
+        verdicts.append(line)
     exclusions = [f"{a.name}: {a.summary['steps_measured']} measured, excluded "
                   f"{a.summary['steps_excluded_by_phase']}; {a.summary['drain_rule']}" for a in arms]
     sections = [
         ("Verdicts", verdicts),
+        ("Diagnosis, side by side", _diagnosis_table(arms)),
+        ("Pipeline operators over the measured steps", _ops_table(arms)),
+        ("Step trace: op timeline vs host timers", _cross_check_lines(arms)),
         ("Which steps count", exclusions),
         ("Published vs measured", _published_vs_measured(arms)),
         ("Setup", _setup_table(arms)),
@@ -305,6 +411,7 @@ def build(study: str, arms: list[Arm], out_dir: str | Path) -> dict[str, Path]:
         "compare gap shares and speedups.")
     figs = [("Step breakdown", paths["fig_breakdown"]), ("Step time", paths["fig_steps"]),
             ("Published vs measured", paths["fig_published"])]
+    figs += [(f"Data queues: {a.name}", paths[f"fig_queues_{a.name}"]) for a in arms]
     md = [f"# Study `{study}`: ResNet50 input-pipeline tuning", "", notes, ""]
     body = [f"<h1>Study <code>{html.escape(study)}</code>: ResNet50 input-pipeline tuning</h1>",
             f"<p>{html.escape(notes)}</p>"]

@@ -190,11 +190,65 @@ def arm_tags(summary: dict[str, Any], study: str, arm: str) -> dict[str, str]:
     }
 
 
+def _op_key(row) -> str:
+    """MLflow-safe metric name of a pipeline operator: op<id>_<type> (labels hold brackets)."""
+    return f"op{int(row.op_id)}_{row.op_type}"
+
+
+def diagnosis_metrics(diagnosis: dict[str, Any], ops: pd.DataFrame | None,
+                      queues: pd.DataFrame | None, stamp_ms: int) -> list:
+    """Per-operator queue usage / empty ratio / CPU %, the queue-size series as history,
+    and the diagnosis's numbers (fixed timestamps, so logging again adds nothing)."""
+    from mlflow.entities import Metric
+
+    metrics = []
+    if ops is not None:
+        for row in ops.itertuples(index=False):
+            for stat in ("queue_usage", "empty_ratio", "full_ratio", "cpu_pct", "cpu_pct_per_worker"):
+                value = getattr(row, stat)
+                if value == value and value is not None:  # NaN: the op has no queue / CPU data
+                    metrics.append(Metric(f"pipeline/{_op_key(row)}/{stat}", float(value), stamp_ms, 0))
+    if queues is not None and len(queues):
+        first = queues["time_s"].min()
+        for row in queues.itertuples(index=False):
+            metrics.append(Metric(f"queue/{_op_key(row)}_size", float(row.size),
+                                  int(row.time_s * 1000), int(round((row.time_s - first) * 1000))))
+    flat = {"gap_share": diagnosis["input_bound"]["gap_share"],
+            "compute_ms": diagnosis["compute_ms"],
+            "host_busy_pct": diagnosis["cpu"].get("host_busy_pct"),
+            "process_cpu_pct": diagnosis["cpu"].get("process_pct"),
+            "steady_vs_cpu_floor": diagnosis["cpu"]["steady_vs_cpu_floor"],
+            "recommended_workers": diagnosis["recommendation"].get("workers"),
+            "iterator_wait_median_ms": diagnosis["iterator_wait"].get("median_ms"),
+            "timeline_step_rel_diff": diagnosis["cross_check"].get("step_ms_median_rel_diff")}
+    metrics += [Metric(f"diagnosis/{k}", float(v), stamp_ms, 0) for k, v in flat.items()
+                if v is not None]
+    return metrics
+
+
+def diagnosis_tags(diagnosis: dict[str, Any]) -> dict[str, str]:
+    """Verdict, culprit and recommendation as tags (searchable, shown in run comparison)."""
+    culprit = diagnosis.get("culprit") or {}
+    return {
+        f"{TAG}verdict": diagnosis["bound"] + "-bound",
+        f"{TAG}input_bound": diagnosis["input_bound"]["band"],
+        f"{TAG}culprit": culprit.get("label", "none"),
+        f"{TAG}recommendation": diagnosis["recommendation"]["sentence"],
+        f"{TAG}headline": diagnosis["headline"],
+        f"{TAG}timeline_agrees": str(diagnosis["cross_check"].get("agrees")),
+    }
+
+
 def log_arm(client, experiment_id: str, parent_run_id: str, *, study: str, arm: str,
             params: dict[str, Any], summary: dict[str, Any], steps: pd.DataFrame,
-            artifacts: list[Path], results_fingerprint: str) -> dict[str, Any]:
-    """Create or update the arm's child run; returns {'run_id', 'created', 'replaced'}."""
-    tags = arm_tags(summary, study, arm)
+            artifacts: list[Path], results_fingerprint: str, extra_metrics: list = (),
+            extra_tags: dict[str, str] | None = None,
+            artifact_dirs: dict[str, Path] | None = None) -> dict[str, Any]:
+    """Create or update the arm's child run; returns {'run_id', 'created', 'replaced'}.
+
+    artifact_dirs: artifact path -> local folder, logged whole (e.g. the raw profile).
+    """
+    tags = {**arm_tags(summary, study, arm), **(extra_tags or {})}
     existing = _find_runs(client, experiment_id, {f"{TAG}study": study, f"{TAG}arm": arm,
                                                   f"{TAG}role": "arm"})
     same = [r for r in existing if r.data.tags.get(f"{TAG}results") == results_fingerprint]
@@ -214,9 +268,12 @@ def log_arm(client, experiment_id: str, parent_run_id: str, *, study: str, arm: 
     try:
         client.log_batch(run_id, tags=[_tag(k, v) for k, v in tags.items()])
         log_params(client, run_id, params)
-        log_metrics(client, run_id, step_metrics(steps) + summary_metrics(summary, run_end_ms(steps)))
+        log_metrics(client, run_id, step_metrics(steps) + summary_metrics(summary, run_end_ms(steps))
+                    + list(extra_metrics))
         for path in artifacts:
             client.log_artifact(run_id, str(path))
+        for target, folder in (artifact_dirs or {}).items():
+            client.log_artifacts(run_id, str(folder), target)
     except BaseException:
         client.set_terminated(run_id, status="FAILED")
         raise

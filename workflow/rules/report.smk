@@ -3,6 +3,8 @@ rule make_report:
     input:
         summaries=expand(f"{RESULTS}/runs/{{{{study}}}}/{{arm}}/summary.json", arm=ARMS),
         steps=expand(f"{RESULTS}/runs/{{{{study}}}}/{{arm}}/steps.csv", arm=ARMS),
+        diagnoses=expand(f"{RESULTS}/runs/{{{{study}}}}/{{arm}}/diagnosis.json", arm=ARMS),
+        queues=expand(f"{RESULTS}/runs/{{{{study}}}}/{{arm}}/queues.csv", arm=ARMS),
     output:
         html=report(f"{RESULTS}/report/{{study}}/report.html",
                     caption="../report/report.rst", category="Study report"),

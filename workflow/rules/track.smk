@@ -25,6 +25,8 @@ rule track_arm:
         config=f"{RESULTS}/runs/{{study}}/{{arm}}/config.yaml",
         steps=f"{RESULTS}/runs/{{study}}/{{arm}}/steps.csv",
         summary=f"{RESULTS}/runs/{{study}}/{{arm}}/summary.json",
+        diagnosis=f"{RESULTS}/runs/{{study}}/{{arm}}/diagnosis.json",
+        trace=f"{RESULTS}/runs/{{study}}/{{arm}}/trace.json",
         study_ids=f"{RESULTS}/runs/{{study}}/mlflow_study.json",
         train_log=f"{RESULTS}/logs/train/{{study}}/{{arm}}.log",
     output:

@@ -6,6 +6,7 @@ rule train:
     output:
         steps=f"{RESULTS}/runs/{{study}}/{{arm}}/steps.csv",
         summary=f"{RESULTS}/runs/{{study}}/{{arm}}/summary.json",
+        profile=directory(f"{RESULTS}/runs/{{study}}/{{arm}}/profile"),
     params:
         python=PYTHON,
         script=SCRIPTS / "train.py",
