@@ -77,3 +77,47 @@ def test_run_dir_follows_study_and_arm():
     cfg = compose_run_config(["study=s1", "arm=a1", "paths.results=/r"])
     assert cfg.paths.run_dir == "/r/runs/s1/a1"
     assert cfg.paths.data_root == "/r/data"
+
+
+@pytest.mark.parametrize(("overrides", "needle"), [
+    (["profiler=off", "profiler.dataset=true"], "profiler.name is 'off'"),
+    (["profiler=full", "profiler.start_step=99"], "profiler.start_step is 99"),
+    (["profiler=full", "profiler.num_steps=-1"], "profiler.num_steps is -1"),
+    (["profiler=light", "profiler.sampling_interval_ms=0"], "profiler.sampling_interval_ms"),
+    (["pipeline.extra_transform=nocolon"], "pipeline.extra_transform is 'nocolon'"),
+    (["pipeline.extra_transform_workers=0"], "pipeline.extra_transform_workers is 0"),
+])
+def test_bad_profiler_and_transform_settings_are_one_sentence(overrides, needle):
+    with pytest.raises(ConfigError) as info:
+        compose_run_config(["size=smoke", *overrides])
+    assert needle in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize(("name", "dataset", "timeline"), [("off", False, False), ("light", True, False),
+                                                           ("full", True, True)])
+def test_profiler_options_compose(name, dataset, timeline):
+    cfg = compose_run_config(["size=smoke", f"profiler={name}"])
+    assert (cfg.profiler.name, cfg.profiler.dataset, cfg.profiler.timeline) == (name, dataset, timeline)
+
+
+def test_timeline_window_defaults_to_the_steps_after_warmup():
+    from perfstudy.profiling import timeline_window
+
+    cfg = compose_run_config(["size=smoke", "profiler=full"])
+    assert timeline_window(cfg.profiler, 8, 1) == (2, 7)
+    cfg = compose_run_config(["size=smoke", "profiler=full", "profiler.start_step=3",
+                              "profiler.num_steps=2"])
+    assert timeline_window(cfg.profiler, 8, 1) == (3, 4)
+    assert timeline_window(compose_run_config(["size=smoke", "profiler=light"]).profiler, 8, 1) is None
+
+
+def test_extra_transform_args_reach_the_transform():
+    from perfstudy.transforms import Sleep, load_transform
+
+    cfg = compose_run_config(["size=smoke", "pipeline.extra_transform=perfstudy.transforms:Sleep",
+                              "+pipeline.extra_transform_args.milliseconds=7"])
+    transform = load_transform(cfg.pipeline.extra_transform, dict(cfg.pipeline.extra_transform_args))
+    assert isinstance(transform, Sleep) and transform.milliseconds == 7
+    with pytest.raises(ValueError, match="cannot be imported"):
+        load_transform("perfstudy.transforms:Nope")

@@ -62,8 +62,37 @@ def test_report_has_published_and_measured_numbers_and_figures(study):
     md = (report / "report.md").read_text()
     assert "72.8" in md or "73" in md
     assert "baseline (" in md and "tuned (" in md
+    for arm in ("baseline", "tuned"):
+        assert (report / "figures" / f"queues_{arm}.png").read_bytes()[:4] == b"\x89PNG"
+    assert "## Diagnosis, side by side" in md
+    assert "## Step trace: op timeline vs host timers" in md
+    assert "Map #2 [RandomCropDecodeResize" in md  # operators named as a user knows them
     html = (report / "report.html").read_text()
-    assert html.count("data:image/png;base64,") == 3
+    assert html.count("data:image/png;base64,") == 5
+
+
+def test_every_arm_is_profiled_and_diagnosed(study):
+    for arm in ("baseline", "tuned"):
+        run = study / "runs" / "seed_case" / arm
+        raw = {p.name for p in (run / "profile").rglob("*") if p.is_file()}
+        assert {"pipeline_profiling_0.json", "minddata_cpu_utilization_0.json",
+                "dataset_iterator_profiling_0.txt", "trace_view.json", "profile.json"} <= raw
+        diagnosis = json.loads((run / "diagnosis.json").read_text())
+        assert diagnosis["bound"] in {"input", "cpu", "compute"}
+        assert diagnosis["input_bound"]["band"] in {"highly", "moderately", "not"}
+        assert diagnosis["recommendation"]["sentence"].endswith(".")
+        assert diagnosis["cross_check"]["steps"] >= 3  # the timeline saw the measured steps
+        ops = pd.read_csv(run / "pipeline_ops.csv")
+        assert {"Batch", "Map", "ImageFolder"} <= set(ops["op_type"])
+        assert ops["queue_usage"].dropna().between(0, 1).all()
+        queues = pd.read_csv(run / "queues.csv")
+        assert len(queues) > 0 and (queues["size"] <= queues["capacity"]).all()
+        timeline = pd.read_csv(run / "timeline_steps.csv")
+        assert len(timeline) >= 3 and (timeline["tl_fwd_bwd_ms"] > 0).all()
+        trace = json.loads((run / "trace.json").read_text())
+        complete = [e for e in trace["traceEvents"] if e["ph"] == "X"]
+        assert {e["cat"] for e in complete} >= {"host", "forward", "backward", "update"}
+        assert all(isinstance(e["ts"], float | int) and e["dur"] >= 0 for e in complete)
 
 
 def test_mlflow_holds_one_parent_and_one_child_per_arm(study):
@@ -82,8 +111,15 @@ def test_mlflow_holds_one_parent_and_one_child_per_arm(study):
         assert "steady_step_ms" in child.data.metrics
         assert len(client.get_metric_history(child.info.run_id, "step/gap_ms")) == 8
         artifacts = {a.path for a in client.list_artifacts(child.info.run_id)}
-        assert {"config.yaml", "steps.csv", "summary.json"} <= artifacts
+        assert {"config.yaml", "steps.csv", "summary.json", "diagnosis.json", "trace.json",
+                "pipeline_ops.csv", "queues.csv", "profile"} <= artifacts
         assert any(a.endswith(".log") for a in artifacts)
+        assert child.data.tags["perfstudy.verdict"].endswith("-bound")
+        assert child.data.tags["perfstudy.input_bound"] in {"highly", "moderately", "not"}
+        assert "perfstudy.culprit" in child.data.tags
+        assert "pipeline/op2_Map/queue_usage" in child.data.metrics
+        assert "pipeline/op2_Map/cpu_pct" in child.data.metrics
+        assert len(client.get_metric_history(child.info.run_id, "queue/op2_Map_size")) >= 3
         recorded = json.loads((study / "runs/seed_case" / child.data.tags["perfstudy.arm"]
                                / "mlflow_run.json").read_text())
         assert recorded["run_id"] == child.info.run_id

@@ -121,10 +121,10 @@ def recommend(summary: dict[str, Any], culprit: dict[str, Any] | None, cpu: dict
              "workers_needed": needed, "cores": cores, "current_workers": op_workers}
     computes = culprit is None or culprit.get("cpu_pct_per_worker") is None or \
         culprit["cpu_pct_per_worker"] >= CPU_BUSY_WORKER
-    if cpu["saturated"] and computes and needed > op_workers and op_workers >= cores:
+    if cpu["saturated"] and computes:
         return {"action": "cpu_saturated", **basis, "sentence": (
-            f"More workers cannot help: {target} already has {op_workers} worker(s) on "
-            f"{cores} CPUs, which are saturated (steady step at "
+            f"More workers cannot help: {target} has {op_workers} worker(s) on "
+            f"{cores} CPUs, and the CPUs are saturated (steady step at "
             f"{cpu['steady_vs_cpu_floor']:.2f}x the CPU floor of {cpu['cpu_floor_ms']:.0f} ms"
             + (f", host {cpu['host_busy_pct']:.0f} % busy" if cpu["host_busy_pct"] is not None else "")
             + f"); what would: {_what_would_help(summary, cores)}.")}

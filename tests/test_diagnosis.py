@@ -1,0 +1,123 @@
+"""The verdict rules on hand-made numbers: bands, the queue rule along the chain, CPU, advice."""
+
+import pandas as pd
+import pytest
+
+from perfstudy import diagnosis
+
+
+def ops_frame(usages: list[tuple[str, float, float]], workers: int = 1) -> pd.DataFrame:
+    """Chain consumer -> leaf: (type, output queue usage, cpu % per worker) per op."""
+    rows = []
+    for op_id, (op_type, usage, cpu) in enumerate(usages):
+        rows.append({"op_id": op_id, "op_type": op_type, "label": f"{op_type} #{op_id}",
+                     "num_workers": workers if op_type == "Map" else 1, "operations": "",
+                     "child_id": op_id + 1 if op_id + 1 < len(usages) else None,
+                     "capacity": 16, "queue_usage": usage, "empty_ratio": 1.0 if usage == 0 else 0.0,
+                     "full_ratio": 0.0, "cpu_pct": cpu, "cpu_pct_per_worker": cpu, "samples": 10})
+    return pd.DataFrame(rows)
+
+
+def summary(gap_share=0.6, steady=4000.0, cpu_floor=2400.0, binding="input", workers=1, cores=2,
+            pipeline_wall=3900.0):
+    return {
+        "study": "s", "arm": "a", "gap_share": gap_share, "steady_step_ms": steady,
+        "gap_ms": {"mean": gap_share * steady}, "cpu_floor_ms": cpu_floor, "binding_floor": binding,
+        "steady_vs_floor": steady / max(cpu_floor, pipeline_wall),
+        "num_parallel_workers": {"effective": workers, "cpu_count": cores, "requested": None},
+        "calibration": {"pipeline_wall_ms": pipeline_wall},
+        "dataset": {"total_bytes": 160 * 3.9e6, "num_images": 160},
+    }
+
+
+def steps(compute_ms=1300.0, n=5):
+    return pd.DataFrame({"phase": ["measured"] * n, "fwd_bwd_ms": [compute_ms * 0.9] * n,
+                         "tail_ms": [compute_ms * 0.1] * n})
+
+
+@pytest.mark.parametrize(("share", "band"), [(0.8, "highly"), (0.2, "highly"), (0.19, "moderately"),
+                                             (0.05, "moderately"), (0.049, "not"), (0.0, "not")])
+def test_tensorflow_bands(share, band):
+    assert diagnosis.input_bound_band(share) == band
+
+
+def test_queue_rule_blames_the_op_between_a_full_and_an_empty_queue():
+    ops = ops_frame([("Repeat", float("nan"), 0), ("Batch", 0.0, 0), ("Map", 0.0, 95),
+                     ("ImageFolder", 0.96, 1)])
+    culprit = diagnosis.find_culprit(ops)
+    assert culprit["op_id"] == 2 and culprit["rule"] == "queue rule"
+    assert culprit["input_queue_usage"] == pytest.approx(0.96)
+
+
+def test_queue_rule_looks_along_the_whole_chain():
+    # A slow second map: the first map's queue is full, the second's empty, the batch's empty.
+    ops = ops_frame([("Batch", 0.0, 0), ("Map", 0.0, 1), ("Map", 1.0, 2), ("ImageFolder", 0.6, 0)])
+    assert diagnosis.find_culprit(ops)["op_id"] == 1
+
+
+def test_leaf_rule_when_every_queue_is_empty():
+    ops = ops_frame([("Batch", 0.0, 0), ("Map", 0.0, 5), ("ImageFolder", 0.02, 3)])
+    culprit = diagnosis.find_culprit(ops)
+    assert culprit["op_id"] == 2 and culprit["rule"].startswith("leaf rule")
+
+
+def test_no_culprit_when_queues_are_full():
+    ops = ops_frame([("Batch", 0.9, 0), ("Map", 0.9, 5), ("ImageFolder", 0.9, 3)])
+    assert diagnosis.find_culprit(ops) is None
+
+
+def test_input_bound_baseline_gets_the_map_and_a_worker_count():
+    ops = ops_frame([("Batch", 0.0, 0), ("Map", 0.0, 95), ("ImageFolder", 0.96, 1)])
+    result = diagnosis.diagnose(summary(), steps(1300), ops, {"host_busy_pct": 60.0})
+    assert result["bound"] == "input"
+    assert result["culprit"]["label"] == "Map #1"
+    rec = result["recommendation"]
+    # one worker: 3900 ms per batch; compute 1300 ms -> 3 workers, capped at 2 CPUs
+    assert rec["action"] == "set_workers" and rec["workers_needed"] == 3 and rec["workers"] == 2
+    assert "only 2 CPUs" in rec["sentence"]
+
+
+def test_enough_cores_gives_the_computed_count():
+    ops = ops_frame([("Batch", 0.0, 0), ("Map", 0.0, 95), ("ImageFolder", 0.96, 1)])
+    result = diagnosis.diagnose(summary(cores=16), steps(1000), ops, {"host_busy_pct": 20.0})
+    assert result["recommendation"]["workers"] == 4
+    assert "to 4" in result["recommendation"]["sentence"]
+
+
+def test_saturated_cpu_says_more_workers_cannot_help():
+    ops = ops_frame([("Batch", 0.0, 0), ("Map", 0.0, 180), ("ImageFolder", 0.96, 1)], workers=2)
+    s = summary(gap_share=0.12, steady=2500, cpu_floor=2400, binding="cpu", workers=2,
+                pipeline_wall=1900)
+    result = diagnosis.diagnose(s, steps(2200), ops, {"host_busy_pct": 97.0})
+    assert result["bound"] == "cpu"
+    assert result["recommendation"]["action"] == "cpu_saturated"
+    assert "cannot help" in result["recommendation"]["sentence"]
+    assert "smaller source images" in result["recommendation"]["sentence"]
+    assert result["headline"].startswith("CPU-bound, moderately input-bound")
+
+
+def test_a_waiting_op_gets_workers_even_on_a_busy_cpu():
+    ops = ops_frame([("Batch", 0.0, 0), ("Map", 0.0, 0.4), ("Map", 1.0, 2), ("ImageFolder", 0.6, 0)])
+    s = summary(gap_share=0.3, steady=400, cpu_floor=190, binding="input", workers=1, pipeline_wall=400)
+    result = diagnosis.diagnose(s, steps(100), ops, {"host_busy_pct": 95.0})
+    rec = result["recommendation"]
+    assert result["culprit"]["op_id"] == 1
+    assert rec["action"] == "set_workers" and rec["workers"] == 4  # beyond the 2 CPUs: it sleeps
+    assert "waits rather than computes" in rec["sentence"]
+
+
+def test_not_input_bound_has_no_culprit_even_with_an_empty_map_queue():
+    # Tuned runs: the batch op pulls rows eagerly, so the map's queue is empty though nobody waits.
+    ops = ops_frame([("Batch", 0.5, 0), ("Map", 0.0, 90), ("ImageFolder", 0.96, 1)])
+    result = diagnosis.diagnose(summary(gap_share=0.01, steady=2000, cpu_floor=1500), steps(1980), ops,
+                                {"host_busy_pct": 70.0})
+    assert result["culprit"] is None
+    assert result["bound"] == "compute"
+    assert result["recommendation"]["action"] == "none"
+
+
+def test_without_a_profile_the_verdict_still_comes_from_the_host_timers():
+    result = diagnosis.diagnose(summary(), steps(1300))
+    assert result["bound"] == "input" and result["culprit"] is None
+    assert result["profiled"] is False
+    assert "the pipeline's map" in result["recommendation"]["sentence"]

@@ -1,0 +1,137 @@
+"""Analysis of real profiler output (tests/fixtures/cpu_demo: the default study on 2 CPUs,
+trimmed by tests/fixtures/trim_profile.py): MindData queues, the op timeline, the Chrome
+trace and the diagnosis the article's author reached by hand."""
+
+import json
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from perfstudy import analysis, minddata, timeline
+
+FIXTURES = Path(__file__).parent / "fixtures" / "cpu_demo"
+
+
+@pytest.fixture
+def run(tmp_path, request):
+    target = tmp_path / request.param
+    shutil.copytree(FIXTURES / request.param, target)
+    return target
+
+
+def window(run_dir):
+    return analysis.measured_window(pd.read_csv(run_dir / "steps.csv"))
+
+
+@pytest.mark.parametrize("run", ["baseline"], indirect=True)
+def test_minddata_queues_show_the_baseline_signature(run):
+    profile = minddata.load(run / "profile")
+    ops = minddata.op_table(profile, window(run)).set_index("op_type")
+    assert ops.loc["Map", "label"].startswith("Map #2 [RandomCropDecodeResize, RandomHorizontalFlip")
+    assert ops.loc["Map", "num_workers"] == 1
+    assert ops.loc["Map", "empty_ratio"] > 0.9  # the map's output queue is empty ...
+    assert ops.loc["ImageFolder", "queue_usage"] > 0.9  # ... while its input is full
+    assert ops.loc["Map", "cpu_pct"] > 50  # one worker busy decoding
+    waits = minddata.iterator_waits(profile, window(run))
+    assert waits["batches"] >= 20 and waits["median_ms"] > 1000
+
+
+@pytest.mark.parametrize("run", ["baseline"], indirect=True)
+def test_queue_series_is_tidy_and_on_the_host_clock(run):
+    profile = minddata.load(run / "profile")
+    queues = minddata.queue_series(profile)
+    assert set(queues["op_type"]) == {"Batch", "Map", "ImageFolder"}
+    assert (queues["size"] <= queues["capacity"]).all()
+    start, end = window(run)
+    inside = queues[(queues["time_s"] >= start) & (queues["time_s"] <= end)]
+    assert len(inside) > 0.8 * len(queues)  # sampling times map onto the steps' clock
+    host = minddata.host_cpu(profile, window(run))
+    assert host["cores"] == 2 and 0 < host["host_busy_pct"] <= 100
+
+
+@pytest.mark.parametrize("run", ["baseline", "tuned"], indirect=True)
+def test_timeline_steps_match_the_host_timers(run):
+    steps = pd.read_csv(run / "steps.csv")
+    kernels = timeline.load_kernels(timeline.find_trace(run / "profile"))
+    assert set(kernels["kind"]) == {"forward", "backward", "update"}
+    tl = timeline.timeline_steps(kernels)
+    joined = timeline.match_host(tl, steps)
+    assert len(joined) == len(tl) >= 25
+    assert list(joined["step"]) == sorted(joined["step"])
+    check = timeline.cross_check(joined)
+    assert check["agrees"] is True and check["step_ms_median_rel_diff"] < 0.02
+    assert check["tl_fwd_bwd_ms_median"] > 0 and check["tl_tail_ms_median"] > 0
+
+
+@pytest.mark.parametrize("run", ["baseline"], indirect=True)
+def test_cross_check_reports_a_disagreement(run):
+    steps = pd.read_csv(run / "steps.csv")
+    tl = timeline.timeline_steps(timeline.load_kernels(timeline.find_trace(run / "profile")))
+    joined = timeline.match_host(tl, steps)
+    joined["step_ms"] *= 1.25  # host timers that saw 25 % more than the kernels
+    check = timeline.cross_check(joined)
+    assert check["agrees"] is False
+    assert "DISAGREE" in check["sentence"]
+
+
+@pytest.mark.parametrize("run", ["baseline", "tuned"], indirect=True)
+def test_chrome_trace_is_valid_json_with_complete_events(run):
+    analysis.analyze_run(run)
+    trace = json.loads((run / "trace.json").read_text())
+    events = trace["traceEvents"]
+    complete = [e for e in events if e["ph"] == "X"]
+    counters = [e for e in events if e["ph"] == "C"]
+    assert complete and counters
+    for event in complete:
+        assert {"name", "ph", "ts", "dur", "pid", "tid"} <= set(event)
+        assert isinstance(event["ts"], float | int) and isinstance(event["dur"], float | int)
+        assert event["dur"] >= 0
+    assert {e["cat"] for e in complete} == {"host", "forward", "backward", "update", "data"}
+    names = {e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "process_name"}
+    assert "CPU kernels (MindSpore profiler)" in names and "MindData output queues" in names
+
+
+@pytest.mark.parametrize("run", ["baseline"], indirect=True)
+def test_baseline_is_diagnosed_as_the_article_did(run):
+    result = analysis.analyze_run(run)
+    assert result["bound"] == "input"
+    assert result["input_bound"]["band"] == "highly"
+    assert result["culprit"]["op_type"] == "Map"
+    assert "RandomCropDecodeResize" in result["culprit"]["label"]
+    assert result["culprit"]["num_workers"] == 1
+    rec = result["recommendation"]
+    assert rec["action"] == "set_workers" and rec["workers"] == 2  # all the CPUs there are
+    assert "num_parallel_workers" in rec["sentence"]
+    assert json.loads((run / "diagnosis.json").read_text())["bound"] == "input"
+    assert len(pd.read_csv(run / "timeline_steps.csv")) >= 25
+
+
+@pytest.mark.parametrize("run", ["tuned"], indirect=True)
+def test_tuned_is_not_called_input_bound_when_the_cpu_is_full(run):
+    result = analysis.analyze_run(run)
+    assert result["bound"] in {"cpu", "compute"}
+    assert result["cpu"]["saturated"]
+    assert result["recommendation"]["action"] in {"cpu_saturated", "none"}
+    assert "cannot help" in result["recommendation"]["sentence"]
+
+
+@pytest.mark.parametrize("run", ["baseline"], indirect=True)
+def test_without_a_profile_analysis_still_writes_every_output(run):
+    shutil.rmtree(run / "profile")
+    (run / "profile").mkdir()
+    summary = json.loads((run / "summary.json").read_text())
+    summary["profile"] = {"profiler": "off", "dataset": False, "timeline": False}
+    (run / "summary.json").write_text(json.dumps(summary))
+    result = analysis.analyze_run(run)
+    assert result["profiled"] is False and result["bound"] == "input"
+    for name in ("pipeline_ops.csv", "queues.csv", "timeline_steps.csv", "trace.json"):
+        assert (run / name).exists()
+
+
+@pytest.mark.parametrize("run", ["baseline"], indirect=True)
+def test_a_corrupt_profile_is_one_clear_error(run):
+    (run / "profile" / "dataset" / "pipeline_profiling_0.json").write_text("{not json")
+    with pytest.raises(minddata.ProfileFormatError, match="not readable JSON"):
+        analysis.analyze_run(run)
