@@ -135,3 +135,29 @@ def test_a_corrupt_profile_is_one_clear_error(run):
     (run / "profile" / "dataset" / "pipeline_profiling_0.json").write_text("{not json")
     with pytest.raises(minddata.ProfileFormatError, match="not readable JSON"):
         analysis.analyze_run(run)
+
+
+def test_dataset_profiling_refuses_to_run_beside_autotune(tmp_path, monkeypatch):
+    from perfstudy import profiling
+    from perfstudy.config import compose_run_config
+
+    cfg = compose_run_config(["size=smoke", "profiler=light"])
+    monkeypatch.setattr(profiling, "_autotune_enabled", lambda: True)
+    runner = profiling.RunProfiler(cfg.profiler, tmp_path / "profile", 8, 1)
+    with pytest.raises(profiling.ProfilerError, match="AutoTune"):
+        runner.begin()
+
+
+def test_profiler_off_still_leaves_a_profile_folder_with_its_settings(tmp_path):
+    from perfstudy import profiling
+    from perfstudy.config import compose_run_config
+
+    cfg = compose_run_config(["size=smoke", "profiler=off"])
+    runner = profiling.RunProfiler(cfg.profiler, tmp_path / "profile", 8, 1)
+    runner.begin()
+    runner.step_begin(2)
+    runner.step_end(7)
+    runner.end_training()
+    meta = runner.finish()
+    assert meta["profiler"] == "off" and not meta["dataset"] and not meta["timeline"]
+    assert json.loads((tmp_path / "profile" / "profile.json").read_text())["profiler"] == "off"
