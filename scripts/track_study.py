@@ -37,6 +37,13 @@ def main() -> None:
         metrics[f"{row.arm}/images_per_s"] = row.images_per_s
         metrics[f"{row.arm}/speedup"] = row.speedup
         tags[f"perfstudy.verdict.{row.arm}"] = f"{row.input_bound} input-bound"
+        diagnosis_path = Path(args.runs_dir) / row.arm / "diagnosis.json"
+        if diagnosis_path.is_file():
+            diagnosis = read_json(diagnosis_path)
+            tags[f"perfstudy.verdict.{row.arm}"] = (f"{diagnosis['bound']}-bound, "
+                                                    f"{row.input_bound} input-bound")
+            tags[f"perfstudy.culprit.{row.arm}"] = (diagnosis.get("culprit") or {}).get("label", "none")
+            tags[f"perfstudy.recommendation.{row.arm}"] = diagnosis["recommendation"]["sentence"]
         arm_runs[row.arm] = read_json(Path(args.runs_dir) / row.arm / "mlflow_run.json")["run_id"]
         steps = pd.read_csv(Path(args.runs_dir) / row.arm / "steps.csv")
         last_end = max(last_end, tracking.run_end_ms(steps))

@@ -126,6 +126,8 @@ def test_mlflow_holds_one_parent_and_one_child_per_arm(study):
     parent_artifacts = {a.path for a in client.list_artifacts(parents[0].info.run_id)}
     assert {"report.html", "report.md", "comparison.csv"} <= parent_artifacts
     assert "tuned/speedup" in parents[0].data.metrics
+    assert parents[0].data.tags["perfstudy.verdict.baseline"].split(",")[0].endswith("-bound")
+    assert "perfstudy.recommendation.tuned" in parents[0].data.tags
 
 
 def test_snakemake_report_renders_the_registered_outputs(study):
