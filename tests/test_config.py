@@ -83,6 +83,8 @@ def test_run_dir_follows_study_and_arm():
     (["profiler=off", "profiler.dataset=true"], "profiler.name is 'off'"),
     (["profiler=full", "profiler.start_step=99"], "profiler.start_step is 99"),
     (["profiler=full", "profiler.num_steps=-1"], "profiler.num_steps is -1"),
+    (["profiler=light", "profiler.num_steps=0"], "profiler.num_steps is 0"),
+    (["profiler=full", "profiler.placement=before"], "profiler.placement"),
     (["profiler=light", "profiler.sampling_interval_ms=0"], "profiler.sampling_interval_ms"),
     (["pipeline.extra_transform=nocolon"], "pipeline.extra_transform is 'nocolon'"),
     (["pipeline.extra_transform_workers=0"], "pipeline.extra_transform_workers is 0"),
@@ -101,15 +103,21 @@ def test_profiler_options_compose(name, dataset, timeline):
     assert (cfg.profiler.name, cfg.profiler.dataset, cfg.profiler.timeline) == (name, dataset, timeline)
 
 
-def test_timeline_window_defaults_to_the_steps_after_warmup():
-    from perfstudy.profiling import timeline_window
+def test_profile_window_follows_the_measured_steps_unless_inline():
+    from perfstudy.profiling import extra_steps, profile_window
 
     cfg = compose_run_config(["size=smoke", "profiler=full"])
-    assert timeline_window(cfg.profiler, 8, 1) == (2, 7)
-    cfg = compose_run_config(["size=smoke", "profiler=full", "profiler.start_step=3",
-                              "profiler.num_steps=2"])
-    assert timeline_window(cfg.profiler, 8, 1) == (3, 4)
-    assert timeline_window(compose_run_config(["size=smoke", "profiler=light"]).profiler, 8, 1) is None
+    assert (extra_steps(cfg.profiler), profile_window(cfg.profiler, 8, 1)) == (4, (8, 11))
+    cfg = compose_run_config(["size=smoke", "profiler=light", "profiler.num_steps=2"])
+    assert (extra_steps(cfg.profiler), profile_window(cfg.profiler, 8, 1)) == (2, (8, 9))
+    cfg = compose_run_config(["size=smoke", "profiler=full", "profiler.placement=inline",
+                              "profiler.num_steps=0"])
+    assert (extra_steps(cfg.profiler), profile_window(cfg.profiler, 8, 1)) == (0, (2, 7))
+    cfg = compose_run_config(["size=smoke", "profiler=full", "profiler.placement=inline",
+                              "profiler.start_step=3", "profiler.num_steps=2"])
+    assert profile_window(cfg.profiler, 8, 1) == (3, 4)
+    off = compose_run_config(["size=smoke", "profiler=off"]).profiler
+    assert (extra_steps(off), profile_window(off, 8, 1)) == (0, None)
 
 
 def test_extra_transform_args_reach_the_transform():

@@ -93,7 +93,8 @@ def test_saturated_cpu_says_more_workers_cannot_help():
     assert result["recommendation"]["action"] == "cpu_saturated"
     assert "cannot help" in result["recommendation"]["sentence"]
     assert "smaller source images" in result["recommendation"]["sentence"]
-    assert result["headline"].startswith("CPU-bound, moderately input-bound")
+    assert result["headline"].startswith("CPU-bound: pipeline and network together keep the 2 CPUs busy")
+    assert "moderately input-bound" in result["headline"]
 
 
 def test_a_waiting_op_gets_workers_even_on_a_busy_cpu():

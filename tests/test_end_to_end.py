@@ -35,10 +35,11 @@ def test_every_arm_has_its_config_steps_and_summary(study):
             assert set(summary[part]) == {"median", "p10", "p90", "mean"}
         assert 0 <= summary["gap_share"] <= 1
         assert summary["steps_measured"] + summary["steps_excluded"] == 8
+        assert summary["steps_profiled"] == 4  # after the measured ones: profiling never touches them
         steps = pd.read_csv(run / "steps.csv")
         assert list(steps.columns[:8]) == ["step", "phase", "gap_ms", "fwd_bwd_ms", "tail_ms",
                                            "step_ms", "loss", "images_per_s"]
-        assert len(steps) == 8
+        assert len(steps) == 12 and list(steps["phase"].iloc[8:]) == ["profiled"] * 4
         assert steps["loss"].notna().all()
         measured = steps[steps["phase"] == "measured"]
         assert summary["steady_step_ms"] == pytest.approx(measured["step_ms"].mean())
@@ -81,14 +82,16 @@ def test_every_arm_is_profiled_and_diagnosed(study):
         assert diagnosis["bound"] in {"input", "cpu", "compute"}
         assert diagnosis["input_bound"]["band"] in {"highly", "moderately", "not"}
         assert diagnosis["recommendation"]["sentence"].endswith(".")
-        assert diagnosis["cross_check"]["steps"] >= 3  # the timeline saw the measured steps
+        assert diagnosis["cross_check"]["steps"] == 3  # the profiled steps but the first (no gap)
+        assert diagnosis["profiler_effect"]["steps"] == 4
         ops = pd.read_csv(run / "pipeline_ops.csv")
         assert {"Batch", "Map", "ImageFolder"} <= set(ops["op_type"])
         assert ops["queue_usage"].dropna().between(0, 1).all()
         queues = pd.read_csv(run / "queues.csv")
         assert len(queues) > 0 and (queues["size"] <= queues["capacity"]).all()
         timeline = pd.read_csv(run / "timeline_steps.csv")
-        assert len(timeline) >= 3 and (timeline["tl_fwd_bwd_ms"] > 0).all()
+        assert len(timeline) == 4 and (timeline["tl_fwd_bwd_ms"] > 0).all()
+        assert set(timeline["phase"]) == {"profiled"}
         trace = json.loads((run / "trace.json").read_text())
         complete = [e for e in trace["traceEvents"] if e["ph"] == "X"]
         assert {e["cat"] for e in complete} >= {"host", "forward", "backward", "update"}
@@ -109,7 +112,7 @@ def test_mlflow_holds_one_parent_and_one_child_per_arm(study):
         assert child.data.tags["mlflow.parentRunId"] == parents[0].info.run_id
         assert child.info.status == "FINISHED"
         assert "steady_step_ms" in child.data.metrics
-        assert len(client.get_metric_history(child.info.run_id, "step/gap_ms")) == 8
+        assert len(client.get_metric_history(child.info.run_id, "step/gap_ms")) == 12
         artifacts = {a.path for a in client.list_artifacts(child.info.run_id)}
         assert {"config.yaml", "steps.csv", "summary.json", "diagnosis.json", "trace.json",
                 "pipeline_ops.csv", "queues.csv", "profile"} <= artifacts
@@ -156,4 +159,4 @@ def test_rerunning_the_tracking_rules_makes_no_twins(study):
     assert len(runs) == 3
     for run in runs:
         if run.data.tags.get("perfstudy.role") == "arm":
-            assert len(client.get_metric_history(run.info.run_id, "step/step_ms")) == 8
+            assert len(client.get_metric_history(run.info.run_id, "step/step_ms")) == 12

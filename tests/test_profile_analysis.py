@@ -22,7 +22,7 @@ def run(tmp_path, request):
 
 
 def window(run_dir):
-    return analysis.measured_window(pd.read_csv(run_dir / "steps.csv"))
+    return analysis.profiled_window(pd.read_csv(run_dir / "steps.csv"))
 
 
 @pytest.mark.parametrize("run", ["baseline"], indirect=True)

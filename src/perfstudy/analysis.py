@@ -28,11 +28,14 @@ OPS_COLUMNS = ["op_id", "op_type", "label", "num_workers", "operations", "child_
                "queue_usage", "empty_ratio", "full_ratio", "cpu_pct", "cpu_pct_per_worker", "samples"]
 
 
-def measured_window(steps: pd.DataFrame) -> tuple[float, float]:
-    """Start and end (time.time() clock) of the measured steps."""
-    measured = steps[steps["phase"] == "measured"]
-    return (float(measured["start_time_s"].min()),
-            float((measured["start_time_s"] + measured["step_ms"] / 1e3).max()))
+def profiled_window(steps: pd.DataFrame) -> tuple[float, float]:
+    """Start and end (time.time() clock) of the profiled steps: the extra steps after the
+    measured ones (placement after), else the measured steps (placement inline)."""
+    chosen = steps[steps["phase"] == "profiled"]
+    if chosen.empty:
+        chosen = steps[steps["phase"] == "measured"]
+    return (float(chosen["start_time_s"].min()),
+            float((chosen["start_time_s"] + chosen["step_ms"] / 1e3).max()))
 
 
 def analyze_run(run_dir: str | Path) -> dict[str, Any]:
@@ -41,7 +44,7 @@ def analyze_run(run_dir: str | Path) -> dict[str, Any]:
     steps = pd.read_csv(run / "steps.csv")
     summary = read_json(run / "summary.json")
     profile_dir = run / "profile"
-    window = measured_window(steps)
+    window = profiled_window(steps)
     ops = queues = iterator_frame = None
     host, waits = {}, {}
     meta = summary.get("profile") or {}

@@ -166,9 +166,11 @@ def diagnose(summary: dict[str, Any], steps: pd.DataFrame, ops: pd.DataFrame | N
     headline = {
         "input": (f"{band.capitalize()} input-bound: the step waits for data {share:.0f} % of the time"
                   + (f", and {culprit['label']} is the slow operator" if culprit else "")),
-        "cpu": (f"CPU-bound, {'not' if band == 'not' else band} input-bound: the step waits for data "
-                f"{share:.0f} % of the time, but pipeline and network together keep the "
-                f"{cpu['cores']} CPUs busy (steady step {cpu['steady_vs_cpu_floor']:.2f}x the CPU floor)"),
+        "cpu": (f"CPU-bound: pipeline and network together keep the {cpu['cores']} CPUs busy "
+                f"(steady step {cpu['steady_vs_cpu_floor']:.2f}x the CPU floor); the step "
+                + ("waits for data only " if band == "not" else "still waits for data ")
+                + f"{share:.0f} % of the time ({band} input-bound by the TensorFlow bands)"
+                + ("" if band == "not" else ", but no worker setting removes that wait")),
         "compute": (f"Not input-bound: the step waits for data {share:.0f} % of the time; "
                     "the network's compute sets the pace"),
     }[bound]
@@ -180,5 +182,21 @@ def diagnose(summary: dict[str, Any], steps: pd.DataFrame, ops: pd.DataFrame | N
                         "thresholds": {"highly": HIGHLY_INPUT_BOUND, "moderately": MODERATELY_INPUT_BOUND}},
         "culprit": culprit, "cpu": cpu, "recommendation": rec, "compute_ms": compute_ms,
         "iterator_wait": iterator or {}, "cross_check": cross or {},
-        "profiled": ops is not None,
+        "profiled": ops is not None, "profiler_effect": profiler_effect(summary),
     }
+
+
+def profiler_effect(summary: dict[str, Any]) -> dict[str, Any] | None:
+    """The profiled steps against the measured ones of the same run (placement after)."""
+    window = summary.get("profiled_window")
+    if not window:
+        return None
+    ratio = window["steady_step_ms"] / summary["steady_step_ms"]
+    return {"steps": window["steps"], "profiled_step_ms": window["steady_step_ms"],
+            "measured_step_ms": summary["steady_step_ms"], "step_ratio": ratio,
+            "profiled_gap_share": window["gap_share"], "measured_gap_share": summary["gap_share"],
+            "sentence": (f"The {window['steps']} profiled steps took {window['steady_step_ms']:.0f} ms each "
+                         f"against {summary['steady_step_ms']:.0f} ms unprofiled ({ratio:.2f}x), gap share "
+                         f"{100 * window['gap_share']:.1f} % against {100 * summary['gap_share']:.1f} %; "
+                         "the verdict's numbers come from the unprofiled steps, the queues and kernels "
+                         "from the profiled ones.")}

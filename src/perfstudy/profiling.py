@@ -6,11 +6,14 @@ specific is in this module. Two collectors, both optional (conf/profiler/):
 
 * dataset: MindData's profiling manager (works on a CPU device, unlike the profiler's
   data_process option): per-operator output-queue sizes and CPU use sampled every
-  `sampling_interval_ms`, and the iterator's wait for each batch. It covers the whole
-  training loop; the analysis keeps the samples of the measured steps.
-* timeline: the op profiler over a window of steps. Only collection runs inside the
+  `sampling_interval_ms`, and the iterator's wait for each batch. It is initialised
+  before the pipeline is launched (MindData requires it) and collects in the window.
+* timeline: the op profiler over the same window. Only collection runs inside the
   loop (start/stop cost ~20 ms); MindSpore's own analysis (~1 s) runs after training,
   so no timed step pays for it.
+The window is `num_steps` extra steps after the measured ones (placement "after", the
+default: profiling costs the tuned arm ~10 % here, and must not touch the reported
+numbers), or a range of the measured steps themselves (placement "inline").
 
 Raw output stays under the run's profile/: dataset/*.json|txt, ops/*_ascend_ms/...,
 and profile.json (window, sampling interval, clock offset, versions) for the analysis.
@@ -37,10 +40,22 @@ class ProfilerError(RuntimeError):
     """Profiling cannot run as configured; the message says what to change."""
 
 
-def timeline_window(prof_cfg, steps: int, warmup_steps: int) -> tuple[int, int] | None:
-    """First and last step (inclusive) the op profiler records, or None when it is off."""
-    if not prof_cfg.timeline:
+def extra_steps(prof_cfg) -> int:
+    """Steps the loop runs beyond trainer.steps for profiling (placement after)."""
+    profiled = prof_cfg.dataset or prof_cfg.timeline
+    return prof_cfg.num_steps if profiled and prof_cfg.placement == "after" else 0
+
+
+def profile_window(prof_cfg, steps: int, warmup_steps: int) -> tuple[int, int] | None:
+    """First and last loop step (inclusive) that are profiled, or None when nothing is.
+
+    steps is trainer.steps (the measured run); placement "after" profiles the
+    extra_steps() that follow it.
+    """
+    if not (prof_cfg.dataset or prof_cfg.timeline):
         return None
+    if prof_cfg.placement == "after":
+        return steps, steps + prof_cfg.num_steps - 1
     first = prof_cfg.start_step if prof_cfg.start_step is not None else min(1 + warmup_steps,
                                                                             steps - 1)
     last = steps - 1 if prof_cfg.num_steps == 0 else min(steps - 1, first + prof_cfg.num_steps - 1)
@@ -70,10 +85,10 @@ class RunProfiler:
     def __init__(self, prof_cfg, profile_dir: str | Path, steps: int, warmup_steps: int) -> None:
         self.cfg = prof_cfg
         self.dir = Path(profile_dir)
-        self.window = timeline_window(prof_cfg, steps, warmup_steps)
+        self.window = profile_window(prof_cfg, steps, warmup_steps)
         self._manager = None
         self._ops = None
-        self._ops_active = False
+        self._active = False
         self.meta: dict[str, Any] = {"profiler": prof_cfg.name, "dataset": bool(prof_cfg.dataset),
                                      "timeline": bool(prof_cfg.timeline)}
 
@@ -99,12 +114,12 @@ class RunProfiler:
 
             ds.config.set_monitor_sampling_interval(self.cfg.sampling_interval_ms)
             self._manager = _dataset_engine()
-            self._manager.init()
-            self._manager.start()
+            self._manager.init()  # before launch; collection starts with the window
             self.meta["sampling_interval_ms"] = self.cfg.sampling_interval_ms
-        if self.window is not None:
+        if self.cfg.timeline:
             self._ops = self._make_op_profiler()
-            self.meta["window"] = {"first_step": self.window[0], "last_step": self.window[1]}
+        self.meta["window"] = {"first_step": self.window[0], "last_step": self.window[1],
+                               "placement": self.cfg.placement}
 
     def _make_op_profiler(self):
         import mindspore as ms
@@ -115,28 +130,33 @@ class RunProfiler:
                            activities=[ProfilerActivity.CPU])
 
     def step_begin(self, index: int) -> None:
-        """Start the op profiler at the first step of its window."""
-        if self._ops is not None and index == self.window[0]:
-            self._ops.start()
-            self._ops_active = True
+        """Start the collectors at the first step of the window."""
+        if self.window is not None and index == self.window[0] and not self._active:
+            if self._manager is not None:
+                self._manager.start()
+            if self._ops is not None:
+                self._ops.start()
+            self._active = True
             self.meta["window"]["start_time_s"] = time.time()
 
     def step_end(self, index: int) -> None:
-        """Stop the op profiler after the last step of its window."""
-        if self._ops_active and index == self.window[1]:
-            self._stop_ops()
+        """Stop the collectors after the last step of the window."""
+        if self._active and index == self.window[1]:
+            self._stop()
 
-    def _stop_ops(self) -> None:
-        self._ops.stop()
-        self._ops_active = False
+    def _stop(self) -> None:
+        if self._ops is not None:
+            self._ops.stop()
+        if self._manager is not None:
+            self._manager.stop()
+        self._active = False
         self.meta["window"]["stop_time_s"] = time.time()
 
     def end_training(self) -> None:
-        """Stop every collector (the loop is over; later work must not be sampled)."""
-        if self._ops_active:  # the loop ended early, e.g. on an exception
-            self._stop_ops()
+        """Stop every collector and save the dataset profile (the loop is over)."""
+        if self._active:  # the loop ended early, e.g. on an exception
+            self._stop()
         if self._manager is not None:
-            self._manager.stop()
             target = self.dir / DATASET_DIR
             target.mkdir(parents=True, exist_ok=True)  # MindData wants an existing folder
             self._manager.save(str(target.resolve()))

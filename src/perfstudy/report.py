@@ -183,7 +183,7 @@ def figure_published(table: pd.DataFrame, path: Path) -> Path:
 
 def figure_queues(arm: Arm, path: Path) -> Path:
     """Output-queue fill (size / capacity) of each operator over time, like MindInsight's
-    queue-relationship view; the measured steps shaded."""
+    queue-relationship view; the profiled steps shaded."""
     fig, ax = plt.subplots(figsize=(7.2, 3.4))
     origin = float(arm.steps["start_time_s"].min())
     if arm.queues is not None:
@@ -197,11 +197,11 @@ def figure_queues(arm: Arm, path: Path) -> Path:
     window = (arm.diagnosis or {}).get("window")
     if window:
         ax.axvspan(window["start_s"] - origin, window["end_s"] - origin, color="#dddddd", zorder=0,
-                   label="measured steps")
+                   label="profiled steps")
     ax.set_ylim(-5, 105)
     ax.set_xlabel("seconds since the first step")
     ax.set_ylabel("output queue fill (%)")
-    ax.set_title(f"{arm.name}: data queues per operator (shaded: measured steps)")
+    ax.set_title(f"{arm.name}: data queues per operator (shaded: the analysed steps)")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -257,6 +257,9 @@ def _cross_check_lines(arms: list[Arm]) -> list[str]:
                          f"tail {cross['tl_tail_ms_median']:.0f} ms, optimizer kernels busy "
                          f"{cross['optimizer_busy_ms_median']:.0f} ms.")
             lines.append(f"{arm.name}: {cross['sentence']}{extra}")
+        effect = (arm.diagnosis or {}).get("profiler_effect")
+        if effect:
+            lines.append(f"{arm.name}, profiler's own effect: {effect['sentence']}")
         else:
             profiler = (arm.summary.get("profile") or {}).get("profiler", "off")
             lines.append(f"{arm.name}: no op timeline (profiler={profiler}).")
@@ -392,8 +395,9 @@ def build(study: str, arms: list[Arm], out_dir: str | Path) -> dict[str, Path]:
     sections = [
         ("Verdicts", verdicts),
         ("Diagnosis, side by side", _diagnosis_table(arms)),
-        ("Pipeline operators over the measured steps", _ops_table(arms)),
-        ("Step trace: op timeline vs host timers", _cross_check_lines(arms)),
+        ("Pipeline operators over the profiled steps", _ops_table(arms)),
+        ("Step trace: op timeline vs host timers, and the profiler's own effect",
+         _cross_check_lines(arms)),
         ("Which steps count", exclusions),
         ("Published vs measured", _published_vs_measured(arms)),
         ("Setup", _setup_table(arms)),

@@ -117,11 +117,13 @@ def summarize(frame: pd.DataFrame, batch_size: int, min_measured_steps: int) -> 
             f"and drain steps (need {min_measured_steps}); raise trainer.steps.")
     window_ms = float(measured["step_ms"].sum())
     steady_step_ms = window_ms / len(measured)
-    excluded = frame[frame["phase"] != "measured"]["phase"].value_counts().to_dict()
+    timed = frame[frame["phase"] != "profiled"]  # profiled steps follow the run; not excluded
+    excluded = timed[timed["phase"] != "measured"]["phase"].value_counts().to_dict()
     return {
-        "steps_total": int(len(frame)),
+        "steps_total": int(len(timed)),
         "steps_measured": int(len(measured)),
-        "steps_excluded": int(len(frame) - len(measured)),
+        "steps_excluded": int(len(timed) - len(measured)),
+        "steps_profiled": int((frame["phase"] == "profiled").sum()),
         "steps_excluded_by_phase": {k: int(v) for k, v in excluded.items()},
         "first_measured_step": int(measured["step"].iloc[0]),
         "first_step_ms": float(frame["step_ms"].iloc[0]),
@@ -135,6 +137,16 @@ def summarize(frame: pd.DataFrame, batch_size: int, min_measured_steps: int) -> 
         "images_per_s": batch_size / (steady_step_ms / 1e3),
         "final_loss": float(frame["loss"].iloc[-1]),
     }
+
+
+def window_stats(frame: pd.DataFrame, batch_size: int) -> dict[str, Any] | None:
+    """Steady step and gap share of a run of steps (e.g. the profiled window), or None."""
+    if frame is None or not len(frame):
+        return None
+    window_ms = float(frame["step_ms"].sum())
+    return {"steps": int(len(frame)), "steady_step_ms": window_ms / len(frame),
+            "gap_share": float(frame["gap_ms"].sum() / window_ms) if window_ms > 0 else 0.0,
+            "images_per_s": batch_size / (window_ms / len(frame) / 1e3) if window_ms > 0 else 0.0}
 
 
 def cpu_bound(pipeline_cpu_ms: float, compute_cpu_ms: float, cpu_count: int) -> float:

@@ -110,7 +110,7 @@ def match_host(tl: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFrame:
 
 
 def cross_check(joined: pd.DataFrame) -> dict[str, Any]:
-    """Timeline vs host timers over the measured steps both saw (first window step has no gap).
+    """Timeline vs host timers over the steps both saw (the window's first step has no gap).
 
     The host timers include Python and graph-launch overhead around the kernels, so the
     timeline's forward+backward is shorter and its gap longer by the same amount; step
@@ -118,9 +118,9 @@ def cross_check(joined: pd.DataFrame) -> dict[str, Any]:
     above 10 %.
     """
     usable = joined.dropna(subset=["tl_step_ms"]) if len(joined) else joined
-    if len(usable) and "phase" in usable:
-        measured = usable[usable["phase"] == "measured"]
-        usable = measured if len(measured) else usable
+    if len(usable) and "phase" in usable:  # the profiled steps, else the measured ones
+        kept = usable[usable["phase"].isin(["profiled", "measured"])]
+        usable = kept if len(kept) else usable
     if not len(usable):
         return {"steps": 0, "agrees": None,
                 "sentence": "The op timeline holds no complete step to compare with the host timers."}

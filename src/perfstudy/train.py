@@ -16,6 +16,7 @@ from typing import Any
 
 import mindspore as ms
 import numpy as np
+import pandas as pd
 from mindspore import nn, ops
 from mindspore.dataset import config as ds_config
 
@@ -24,7 +25,7 @@ from perfstudy import data as data_mod
 from perfstudy import pipeline, steptrace
 from perfstudy.io import write_csv, write_json
 from perfstudy.model import create_loss, create_model, create_optimizer
-from perfstudy.profiling import RunProfiler
+from perfstudy.profiling import RunProfiler, extra_steps
 from perfstudy.provenance import environment, git_state
 
 log = logging.getLogger(__name__)
@@ -68,7 +69,7 @@ class TrainStep:
     def __init__(self, cfg) -> None:
         self.net = create_model(cfg.model.name, cfg.model.num_classes)
         self.net.set_train(True)
-        total = cfg.trainer.steps + cfg.trainer.calibration_steps
+        total = cfg.trainer.steps + extra_steps(cfg.profiler) + cfg.trainer.calibration_steps
         self.optimizer = create_optimizer(self.net, cfg.optimizer, total)
         loss_net = nn.WithLossCell(self.net, create_loss())
         self._forward_backward = ForwardBackward(loss_net, self.optimizer.parameters)
@@ -224,20 +225,24 @@ def run(cfg, manifest_path: str | Path | None = None) -> dict[str, Any]:
     surplus = cfg.pipeline.prefetch_size or ds_config.get_prefetch_size()
     profiler = RunProfiler(cfg.profiler, run_dir / "profile", cfg.trainer.steps,
                            cfg.trainer.warmup_steps)
-    profiler.begin()  # dataset profiling must start before the pipeline is launched
+    profiler.begin()  # dataset profiling must be initialised before the pipeline is launched
+    loop_steps = cfg.trainer.steps + extra_steps(cfg.profiler)
     dataset = pipeline.create_train_dataset(manifest["root"], cfg.pipeline,
-                                            cfg.trainer.steps + surplus, cfg.trainer.seed, workers)
+                                            loop_steps + surplus, cfg.trainer.seed, workers)
     write_json(run_dir / "profile" / "pipeline.json", pipeline.describe(dataset))
     started = time.time()
-    records, last_batch = train_loop(train_step, dataset, cfg.trainer.steps,
+    records, last_batch = train_loop(train_step, dataset, loop_steps,
                                      cfg.pipeline.batch_size, cfg.trainer.log_every, profiler)
     train_wall_s = time.time() - started
     calibration = calibrate(train_step, last_batch, cfg, workers, manifest["root"])
     profile_meta = profiler.finish()  # the op profile's analysis, after all timing
+    all_steps = steptrace.steps_frame(records, cfg.pipeline.batch_size)
     frame, drain_rule = steptrace.assign_phases(
-        steptrace.steps_frame(records, cfg.pipeline.batch_size), cfg.trainer.warmup_steps,
+        all_steps.iloc[:cfg.trainer.steps], cfg.trainer.warmup_steps,
         first_phase="startup" if compile_s is not None else "compile",
         min_measured_steps=cfg.trainer.min_measured_steps)
+    profiled = all_steps.iloc[cfg.trainer.steps:].assign(phase="profiled")
+    frame = pd.concat([frame, profiled], ignore_index=True) if len(profiled) else frame
     stats = steptrace.summarize(frame, cfg.pipeline.batch_size, cfg.trainer.min_measured_steps)
     floors = steptrace.step_floor(calibration, workers.cpu_count)
     summary = {
@@ -264,6 +269,7 @@ def run(cfg, manifest_path: str | Path | None = None) -> dict[str, Any]:
         "mode": cfg.trainer.mode,
         "environment": environment(),
         "profile": profile_meta,
+        "profiled_window": steptrace.window_stats(profiled, cfg.pipeline.batch_size),
     }
     write_csv(run_dir / "steps.csv", frame)
     write_json(run_dir / "summary.json", summary)
