@@ -3,7 +3,9 @@
 
 A benchmark, not a test: it prints figures (and writes a CSV) for a person to read. Runs
 alternate between the settings round by round, so slow drift of a shared machine spreads
-over all of them; compare the ratios within one invocation.
+over all of them; compare the ratios within one invocation. Two figures per setting:
+the measured (unprofiled) steps, which the study reports, and the profiled steps that
+follow them (profiler.placement=after), whose cost is the profiler's own.
 
     python scripts/bench_profiler.py                       # tuned arm, cpu_demo, 1 round (~8 min)
     python scripts/bench_profiler.py --rounds 3 --arm baseline
@@ -39,7 +41,9 @@ def train_once(arm: str, profiler: str, round_index: int, results: Path, data_ro
     return {"profiler": profiler, "round": round_index, "steady_step_ms": summary["steady_step_ms"],
             "gap_share": summary["gap_share"], "fwd_bwd_ms_mean": summary["fwd_bwd_ms"]["mean"],
             "train_wall_s": summary["train_wall_s"],
-            "analyse_s": (summary.get("profile") or {}).get("analyse_s", 0.0)}
+            "analyse_s": (summary.get("profile") or {}).get("analyse_s", 0.0),
+            "profiled_step_ms": (summary.get("profiled_window") or {}).get("steady_step_ms"),
+            "profiled_gap_share": (summary.get("profiled_window") or {}).get("gap_share")}
 
 
 def main() -> None:
@@ -59,19 +63,26 @@ def main() -> None:
         for profiler in order:
             row = train_once(args.arm, profiler, round_index, Path(args.results), Path(args.data_root),
                              args.overrides)
-            print(f"round {round_index} profiler={profiler:5s} steady step {row['steady_step_ms']:7.0f} ms"
-                  f"  gap {100 * row['gap_share']:4.1f} %", flush=True)
+            profiled = ("" if row["profiled_step_ms"] is None else
+                        f"  | profiled steps {row['profiled_step_ms']:7.0f} ms"
+                        f"  gap {100 * row['profiled_gap_share']:4.1f} %")
+            print(f"round {round_index} profiler={profiler:5s} measured steps {row['steady_step_ms']:7.0f} ms"
+                  f"  gap {100 * row['gap_share']:4.1f} %{profiled}", flush=True)
             rows.append(row)
     frame = pd.DataFrame(rows)
     off = statistics.median(frame[frame["profiler"] == "off"]["steady_step_ms"])
     print(f"\nProfiler overhead, arm {args.arm}, {args.rounds} round(s) "
-          "(median steady step; ratio to profiler=off):")
+          "(median steady step; ratio to profiler=off's measured steps):")
     for profiler in SETTINGS:
         part = frame[frame["profiler"] == profiler]
         median = statistics.median(part["steady_step_ms"])
-        print(f"  {profiler:5s} {median:7.0f} ms  x{median / off:.3f}  gap share "
-              f"{100 * part['gap_share'].median():.1f} %  analysis after training "
-              f"{part['analyse_s'].median():.1f} s")
+        line = (f"  {profiler:5s} measured {median:7.0f} ms x{median / off:.3f} gap "
+                f"{100 * part['gap_share'].median():4.1f} %")
+        if part["profiled_step_ms"].notna().any():
+            prof = statistics.median(part["profiled_step_ms"].dropna())
+            line += (f" | profiled {prof:7.0f} ms x{prof / off:.3f} gap "
+                     f"{100 * part['profiled_gap_share'].dropna().median():4.1f} %")
+        print(line + f" | analysis after training {part['analyse_s'].median():.1f} s")
     out = Path(args.results) / "profiler_overhead.csv"
     out.parent.mkdir(parents=True, exist_ok=True)
     frame.to_csv(out, index=False)
