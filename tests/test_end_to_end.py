@@ -36,10 +36,13 @@ def test_every_arm_has_its_config_steps_and_summary(study):
         assert 0 <= summary["gap_share"] <= 1
         assert summary["steps_measured"] + summary["steps_excluded"] == 8
         assert summary["steps_profiled"] == 4  # after the measured ones: profiling never touches them
+        assert summary["profiled_window"]["steps"] == 4
         steps = pd.read_csv(run / "steps.csv")
         assert list(steps.columns[:8]) == ["step", "phase", "gap_ms", "fwd_bwd_ms", "tail_ms",
                                            "step_ms", "loss", "images_per_s"]
-        assert len(steps) == 12 and list(steps["phase"].iloc[8:]) == ["profiled"] * 4
+        # then a fresh pipeline with the profilers: its start-up step and 4 profiled steps
+        assert len(steps) == 13
+        assert list(steps["phase"].iloc[8:]) == ["profile_startup"] + ["profiled"] * 4
         assert steps["loss"].notna().all()
         measured = steps[steps["phase"] == "measured"]
         assert summary["steady_step_ms"] == pytest.approx(measured["step_ms"].mean())
@@ -112,7 +115,7 @@ def test_mlflow_holds_one_parent_and_one_child_per_arm(study):
         assert child.data.tags["mlflow.parentRunId"] == parents[0].info.run_id
         assert child.info.status == "FINISHED"
         assert "steady_step_ms" in child.data.metrics
-        assert len(client.get_metric_history(child.info.run_id, "step/gap_ms")) == 12
+        assert len(client.get_metric_history(child.info.run_id, "step/gap_ms")) == 13
         artifacts = {a.path for a in client.list_artifacts(child.info.run_id)}
         assert {"config.yaml", "steps.csv", "summary.json", "diagnosis.json", "trace.json",
                 "pipeline_ops.csv", "queues.csv", "profile"} <= artifacts
@@ -159,4 +162,4 @@ def test_rerunning_the_tracking_rules_makes_no_twins(study):
     assert len(runs) == 3
     for run in runs:
         if run.data.tags.get("perfstudy.role") == "arm":
-            assert len(client.get_metric_history(run.info.run_id, "step/step_ms")) == 12
+            assert len(client.get_metric_history(run.info.run_id, "step/step_ms")) == 13

@@ -118,9 +118,9 @@ class ProfilerConfig:
     dataset: bool = False
     # MindSpore's op profiler: the kernel timeline, exported as a Chrome trace.
     timeline: bool = False
-    # Which steps are profiled. "after": num_steps extra steps after the measured ones, so
-    # the profilers never touch the reported numbers (measured here: dataset profiling
-    # raised the tuned arm's step by ~10 % and its gap share from ~6 % to 12-21 %); the
+    # Which steps are profiled. "after": num_steps extra steps after the measured ones, on a
+    # second pipeline launched with the profilers, so they never touch the reported numbers
+    # (measured here: with dataset profiling on, the tuned arm's gap share doubled); the
     # report compares the two windows. "inline": profile the measured steps themselves,
     # from start_step (None: the first step after warm-up) for num_steps (0: to the end).
     placement: str = "after"

@@ -11,9 +11,11 @@ specific is in this module. Two collectors, both optional (conf/profiler/):
 * timeline: the op profiler over the same window. Only collection runs inside the
   loop (start/stop cost ~20 ms); MindSpore's own analysis (~1 s) runs after training,
   so no timed step pays for it.
-The window is `num_steps` extra steps after the measured ones (placement "after", the
-default: profiling costs the tuned arm ~10 % here, and must not touch the reported
-numbers), or a range of the measured steps themselves (placement "inline").
+The window is `num_steps` extra steps after the measured ones, on a second pipeline
+launched after them with profiling initialised (placement "after", the default: with
+MindData profiling merely initialised before launch, the tuned arm's gap share rose from
+~11 % to ~20 %, so the measured steps run on a pipeline that never saw the profiler), or a
+range of the measured steps themselves (placement "inline").
 
 Raw output stays under the run's profile/: dataset/*.json|txt, ops/*_ascend_ms/...,
 and profile.json (window, sampling interval, clock offset, versions) for the analysis.
@@ -41,21 +43,22 @@ class ProfilerError(RuntimeError):
 
 
 def extra_steps(prof_cfg) -> int:
-    """Steps the loop runs beyond trainer.steps for profiling (placement after)."""
+    """Steps run beyond trainer.steps for profiling (placement after): the fresh pipeline's
+    start-up step, then num_steps profiled steps."""
     profiled = prof_cfg.dataset or prof_cfg.timeline
-    return prof_cfg.num_steps if profiled and prof_cfg.placement == "after" else 0
+    return 1 + prof_cfg.num_steps if profiled and prof_cfg.placement == "after" else 0
 
 
 def profile_window(prof_cfg, steps: int, warmup_steps: int) -> tuple[int, int] | None:
     """First and last loop step (inclusive) that are profiled, or None when nothing is.
 
-    steps is trainer.steps (the measured run); placement "after" profiles the
-    extra_steps() that follow it.
+    steps is trainer.steps (the measured run, steps 0..steps-1); placement "after" profiles
+    a second pipeline after it: step `steps` is its start-up, then num_steps profiled steps.
     """
     if not (prof_cfg.dataset or prof_cfg.timeline):
         return None
     if prof_cfg.placement == "after":
-        return steps, steps + prof_cfg.num_steps - 1
+        return steps + 1, steps + prof_cfg.num_steps
     first = prof_cfg.start_step if prof_cfg.start_step is not None else min(1 + warmup_steps,
                                                                             steps - 1)
     last = steps - 1 if prof_cfg.num_steps == 0 else min(steps - 1, first + prof_cfg.num_steps - 1)

@@ -30,6 +30,7 @@ import pandas as pd
 
 STEP_COLUMNS = ["step", "phase", "gap_ms", "fwd_bwd_ms", "tail_ms", "step_ms", "loss",
                 "images_per_s", "start_time_s"]
+PROFILE_PHASES = ("profile_startup", "profiled")
 NOISE_FLOOR_MS = 5.0
 NOISE_FLOOR_SHARE = 0.05
 
@@ -117,7 +118,8 @@ def summarize(frame: pd.DataFrame, batch_size: int, min_measured_steps: int) -> 
             f"and drain steps (need {min_measured_steps}); raise trainer.steps.")
     window_ms = float(measured["step_ms"].sum())
     steady_step_ms = window_ms / len(measured)
-    timed = frame[frame["phase"] != "profiled"]  # profiled steps follow the run; not excluded
+    # Steps of the separate profiling pipeline follow the run: neither measured nor excluded.
+    timed = frame[~frame["phase"].isin(PROFILE_PHASES)]
     excluded = timed[timed["phase"] != "measured"]["phase"].value_counts().to_dict()
     return {
         "steps_total": int(len(timed)),

@@ -137,14 +137,15 @@ def precompile(step: TrainStep, cfg) -> float:
 
 
 def train_loop(step: TrainStep, dataset, steps: int, batch_size: int, log_every: int,
-               profiler: RunProfiler | None = None) -> tuple[list[steptrace.StepTimes], tuple]:
-    """Train `steps` steps; returns the step timestamps and the last batch."""
+               profiler: RunProfiler | None = None,
+               first_index: int = 0) -> tuple[list[steptrace.StepTimes], tuple]:
+    """Train `steps` steps numbered from first_index; returns the step timestamps and the last batch."""
     iterator = dataset.create_tuple_iterator(num_epochs=1)
     records = []
     batch = None
     previous_end = time.time()
     try:
-        for index in range(steps):
+        for index in range(first_index, first_index + steps):
             start = previous_end
             if profiler is not None:
                 profiler.step_begin(index)  # inside the gap: ~µs unless the window starts
@@ -159,10 +160,10 @@ def train_loop(step: TrainStep, dataset, steps: int, batch_size: int, log_every:
                     f"The loss became {loss} at step {index}; lower optimizer.lr.")
             records.append(steptrace.StepTimes(index, start, data_ready, fwd_bwd_end, end, loss))
             previous_end = end
-            if index % log_every == 0 or index == steps - 1:
+            if index % log_every == 0 or index == first_index + steps - 1:
                 total = end - start
                 log.info("step %d/%d  loss %.4f  step %.0f ms  gap %.0f ms (%.0f %%)  %.1f img/s",
-                         index + 1, steps, loss, total * 1e3, (data_ready - start) * 1e3,
+                         index + 1, first_index + steps, loss, total * 1e3, (data_ready - start) * 1e3,
                          100 * (data_ready - start) / total, batch_size / total)
     finally:
         iterator.stop()
@@ -225,15 +226,27 @@ def run(cfg, manifest_path: str | Path | None = None) -> dict[str, Any]:
     surplus = cfg.pipeline.prefetch_size or ds_config.get_prefetch_size()
     profiler = RunProfiler(cfg.profiler, run_dir / "profile", cfg.trainer.steps,
                            cfg.trainer.warmup_steps)
-    profiler.begin()  # dataset profiling must be initialised before the pipeline is launched
-    loop_steps = cfg.trainer.steps + extra_steps(cfg.profiler)
+    inline = cfg.profiler.placement == "inline"
+    if inline:
+        profiler.begin()  # dataset profiling must be initialised before the pipeline is launched
     dataset = pipeline.create_train_dataset(manifest["root"], cfg.pipeline,
-                                            loop_steps + surplus, cfg.trainer.seed, workers)
-    write_json(run_dir / "profile" / "pipeline.json", pipeline.describe(dataset))
+                                            cfg.trainer.steps + surplus, cfg.trainer.seed, workers)
     started = time.time()
-    records, last_batch = train_loop(train_step, dataset, loop_steps,
-                                     cfg.pipeline.batch_size, cfg.trainer.log_every, profiler)
+    records, last_batch = train_loop(train_step, dataset, cfg.trainer.steps, cfg.pipeline.batch_size,
+                                     cfg.trainer.log_every, profiler if inline else None)
     train_wall_s = time.time() - started
+    if not inline:  # a second pipeline, launched with the profilers, after the measured steps
+        profiler.begin()
+        extra = extra_steps(cfg.profiler)
+        if extra:
+            log.info("profiling %d more steps on a fresh pipeline (the measured steps ran without "
+                     "any profiler)", extra - 1)
+            profiled_data = pipeline.create_train_dataset(
+                manifest["root"], cfg.pipeline, extra + surplus, cfg.trainer.seed + 2, workers)
+            more, last_batch = train_loop(train_step, profiled_data, extra, cfg.pipeline.batch_size,
+                                          cfg.trainer.log_every, profiler, first_index=cfg.trainer.steps)
+            records += more
+    write_json(run_dir / "profile" / "pipeline.json", pipeline.describe(dataset))
     calibration = calibrate(train_step, last_batch, cfg, workers, manifest["root"])
     profile_meta = profiler.finish()  # the op profile's analysis, after all timing
     all_steps = steptrace.steps_frame(records, cfg.pipeline.batch_size)
@@ -241,8 +254,10 @@ def run(cfg, manifest_path: str | Path | None = None) -> dict[str, Any]:
         all_steps.iloc[:cfg.trainer.steps], cfg.trainer.warmup_steps,
         first_phase="startup" if compile_s is not None else "compile",
         min_measured_steps=cfg.trainer.min_measured_steps)
-    profiled = all_steps.iloc[cfg.trainer.steps:].assign(phase="profiled")
-    frame = pd.concat([frame, profiled], ignore_index=True) if len(profiled) else frame
+    extra_frame = all_steps.iloc[cfg.trainer.steps:].copy()
+    extra_frame["phase"] = ["profile_startup"] + ["profiled"] * (len(extra_frame) - 1)
+    profiled = extra_frame[extra_frame["phase"] == "profiled"]
+    frame = pd.concat([frame, extra_frame], ignore_index=True) if len(extra_frame) else frame
     stats = steptrace.summarize(frame, cfg.pipeline.batch_size, cfg.trainer.min_measured_steps)
     floors = steptrace.step_floor(calibration, workers.cpu_count)
     summary = {
