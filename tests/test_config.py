@@ -107,9 +107,10 @@ def test_profile_window_follows_the_measured_steps_unless_inline():
     from perfstudy.profiling import extra_steps, profile_window
 
     cfg = compose_run_config(["size=smoke", "profiler=full"])
-    assert (extra_steps(cfg.profiler), profile_window(cfg.profiler, 8, 1)) == (4, (8, 11))
+    # steps 0-7 measured, 8 the profiling pipeline's start-up, 9-12 profiled
+    assert (extra_steps(cfg.profiler), profile_window(cfg.profiler, 8, 1)) == (5, (9, 12))
     cfg = compose_run_config(["size=smoke", "profiler=light", "profiler.num_steps=2"])
-    assert (extra_steps(cfg.profiler), profile_window(cfg.profiler, 8, 1)) == (2, (8, 9))
+    assert (extra_steps(cfg.profiler), profile_window(cfg.profiler, 8, 1)) == (3, (9, 10))
     cfg = compose_run_config(["size=smoke", "profiler=full", "profiler.placement=inline",
                               "profiler.num_steps=0"])
     assert (extra_steps(cfg.profiler), profile_window(cfg.profiler, 8, 1)) == (0, (2, 7))
