@@ -120,7 +120,7 @@ class ProfilerConfig:
     timeline: bool = False
     # Which steps are profiled. "after": num_steps extra steps after the measured ones, on a
     # second pipeline launched with the profilers, so they never touch the reported numbers
-    # (measured here: with dataset profiling on, the tuned arm's gap share doubled); the
+    # (measured here: the tuned arm's profiled steps waited for data 2-3x as much); the
     # report compares the two windows. "inline": profile the measured steps themselves,
     # from start_step (None: the first step after warm-up) for num_steps (0: to the end).
     placement: str = "after"
