@@ -101,7 +101,7 @@ def _what_would_help(summary: dict[str, Any], cores: int) -> str:
         size = f" (the source JPEGs average {mp['total_bytes'] / mp['num_images'] / 1e6:.1f} MB)"
     return ("fewer or cheaper transforms, smaller source images" + size + ", decoding on the "
             "accelerator instead of the CPU, or more cores (the CPU floor scales with 1/cores: "
-            f"~{summary['cpu_floor_ms'] * cores / (2 * cores):.0f} ms at {2 * cores} cores)")
+            f"~{summary['cpu_floor_ms'] / 2:.0f} ms at {2 * cores} cores)")
 
 
 def recommend(summary: dict[str, Any], culprit: dict[str, Any] | None, cpu: dict[str, Any],
