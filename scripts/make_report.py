@@ -10,7 +10,7 @@ import logging
 import sys
 from pathlib import Path
 
-from perfstudy import report
+from perfstudy import config, report
 from perfstudy.cli import UserError, main_guard, setup_logging
 
 log = logging.getLogger("make_report")
@@ -34,6 +34,12 @@ def main() -> None:
             raise UserError(f"{run_dir}/summary.json belongs to study {summary.get('study')!r} "
                             f"arm {summary.get('arm')!r}, not {args.study!r}/{name!r}; delete "
                             "that folder and run snakemake again.")
+        composed = config.config_hash(config.load_run_config(run_dir / "config.yaml"))
+        if summary.get("config_hash") != composed:
+            raise UserError(f"{run_dir}/summary.json was made with config {summary.get('config_hash')} "
+                            f"but {run_dir}/config.yaml is now config {composed}; retrain that arm "
+                            "(snakemake --cores all --forcerun train) rather than mixing results of "
+                            "two configs in one report.")
         arms.append(arm)
     paths = report.build(args.study, arms, args.out)
     for arm in arms:

@@ -111,3 +111,42 @@ def test_corrupt_or_missing_manifest_says_how_to_recover(tmp_path):
     (tmp_path / "manifest.json").write_text("{not json")
     with pytest.raises(DatasetError, match="corrupt"):
         data.load_manifest(tmp_path / "manifest.json")
+
+
+@pytest.fixture
+def generated(tmp_path):
+    manifest = data.generate(TINY, tmp_path / "photos", workers=1)
+    return manifest, tmp_path / "photos"
+
+
+def test_an_untouched_dataset_verifies(generated):
+    data.verify_manifest(generated[0])
+
+
+@pytest.mark.parametrize("change, fragment", [
+    (lambda root, first: first.write_bytes(first.read_bytes()[:-1] + b"\x00"), "contents changed"),
+    (lambda root, first: first.write_bytes(first.read_bytes() + b"\x00"), "size changed"),
+    (lambda root, first: first.unlink(), "missing"),
+    (lambda root, first: (first.parent / "extra.jpg").write_bytes(first.read_bytes()), "not in the manifest"),
+])
+def test_a_changed_dataset_is_reported_not_trained_on(generated, change, fragment):
+    manifest, root = generated
+    first = sorted(root.rglob("*.jpg"))[0]
+    change(root, first)
+    with pytest.raises(DatasetError) as info:
+        data.verify_manifest(manifest)
+    message = str(info.value)
+    assert fragment in message and "differ from its manifest" in message
+    assert f"delete {root}" in message and "\n" not in message
+
+
+def test_a_touched_user_file_is_reported(tmp_path):
+    import os
+
+    root = _user_folder(tmp_path / "mine")
+    manifest = data.scan_user_folder(root)
+    data.verify_manifest(manifest)
+    target = next(root.rglob("*.JPEG"))
+    os.utime(target, ns=(1, 1))
+    with pytest.raises(DatasetError, match="modified"):
+        data.verify_manifest(manifest)

@@ -243,6 +243,42 @@ def load_manifest(path: str | Path) -> dict[str, Any]:
     return manifest
 
 
+def _file_identity(path: Path, user: bool) -> str:
+    if user:  # the same identity scan_user_folder records
+        stat = path.stat()
+        return f"size:{stat.st_size};mtime_ns:{stat.st_mtime_ns}"
+    return _sha256_file(path)
+
+
+def verify_manifest(manifest: dict[str, Any]) -> None:
+    """Check the folder still holds exactly the files the manifest lists, unchanged.
+
+    Generated data is checked by sha256 (~1 s per 600 MB), a user's folder by size and
+    modification time (its identity). Raises DatasetError naming the first difference, so
+    a changed dataset is reported instead of silently trained on.
+    """
+    root = Path(manifest["root"])
+    user = manifest.get("source") == "user"
+    listed = {entry["path"]: entry for entry in manifest.get("files", [])}
+    on_disk = {f"{p.parent.name}/{p.name}" for p in root.glob("*/*")
+               if p.is_file() and p.suffix.lower() in JPEG_SUFFIXES and not p.parent.name.startswith(".")}
+    problems = [f"{rel}: missing" for rel in sorted(set(listed) - on_disk)]
+    problems += [f"{rel}: not in the manifest" for rel in sorted(on_disk - set(listed))]
+    for rel in sorted(set(listed) & on_disk):
+        path = root / rel
+        entry = listed[rel]
+        if path.stat().st_size != entry["bytes"]:
+            problems.append(f"{rel}: size changed")
+        elif _file_identity(path, user) != entry["sha256"]:
+            problems.append(f"{rel}: {'modified' if user else 'contents changed'}")
+    if problems:
+        fix = ("run the workflow again to re-scan data.path (delete its manifest folder under "
+               "results/data/ first)" if user else
+               f"restore the files, or delete {root} and run again to regenerate it")
+        raise DatasetError(f"{len(problems)} file(s) of the dataset at {root} differ from its "
+                           f"manifest (first: {problems[0]}); {fix}.")
+
+
 def dataset_dir(data_cfg, data_root: str | Path) -> Path:
     """Folder under data_root holding the dataset's manifest (and generated images).
 

@@ -210,6 +210,7 @@ def run(cfg, manifest_path: str | Path | None = None) -> dict[str, Any]:
         manifest_path = data_mod.prepare_dataset(cfg.data, cfg.paths.data_root,
                                                  workers=pipeline.cpu_count())
     manifest = data_mod.load_manifest(manifest_path)
+    data_mod.verify_manifest(manifest)  # a changed file is reported, never trained on silently
     workers = pipeline.resolve_workers(cfg.pipeline.num_parallel_workers,
                                        cfg.pipeline.global_default_workers)
     log.info("study %s arm %s: %d images in %d classes at %s; map workers requested %s, "

@@ -1,0 +1,46 @@
+"""make_report refuses to mix results of another config into a study's report."""
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import PYTHON, REPO
+from omegaconf import OmegaConf
+
+from perfstudy.study import compose_arm
+
+FIXTURES = Path(__file__).parent / "fixtures" / "cpu_demo"
+
+
+def runs_dir(tmp_path, overrides_by_arm):
+    workflow = yaml.safe_load((REPO / "workflow" / "config.yaml").read_text())
+    for arm in ("baseline", "tuned"):
+        run = tmp_path / "runs" / arm
+        shutil.copytree(FIXTURES / arm, run)
+        cfg = compose_arm({**workflow, "overrides": overrides_by_arm.get(arm, [])}, "seed_case", arm)
+        OmegaConf.save(cfg, run / "config.yaml")
+    return tmp_path / "runs"
+
+
+def make_report(runs, out):
+    return subprocess.run([PYTHON, str(REPO / "scripts" / "make_report.py"), "--study", "seed_case",
+                           "--runs-dir", str(runs), "--out", str(out), "--arms", "baseline", "tuned"],
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_results_of_the_arms_configs_make_a_report(tmp_path):
+    result = make_report(runs_dir(tmp_path, {}), tmp_path / "report")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "Diagnosis, side by side" in (tmp_path / "report" / "report.md").read_text()
+
+
+@pytest.mark.parametrize("arm", ["baseline", "tuned"])
+def test_results_of_another_config_are_refused(tmp_path, arm):
+    result = make_report(runs_dir(tmp_path, {arm: ["trainer.steps=31"]}), tmp_path / "report")
+    assert result.returncode == 2
+    message = result.stderr.strip().splitlines()[-1]
+    assert message.startswith("error: ") and f"{arm}/summary.json was made with config" in message
+    assert "--forcerun train" in message
+    assert not (tmp_path / "report" / "report.html").exists()
