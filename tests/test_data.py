@@ -150,3 +150,28 @@ def test_a_touched_user_file_is_reported(tmp_path):
     os.utime(target, ns=(1, 1))
     with pytest.raises(DatasetError, match="modified"):
         data.verify_manifest(manifest)
+
+
+@pytest.mark.parametrize("content, fragment", [
+    (lambda good: good[: len(good) // 2], "truncated"),
+    (lambda good: b"hello, I am a text file\n" * 10, "not a JPEG"),
+    (lambda good: b"\x89PNG\r\n\x1a\n" + good[8:], "not a JPEG"),
+    (lambda good: b"", "empty"),
+])
+def test_a_bad_file_among_good_jpegs_stops_the_scan(tmp_path, content, fragment):
+    root = _user_folder(tmp_path / "mine")
+    good = (root / "cat" / "x.JPEG").read_bytes()
+    (root / "dog" / "bad.jpg").write_bytes(content(good))
+    with pytest.raises(DatasetError) as info:
+        data.scan_user_folder(root)
+    message = str(info.value)
+    assert "1 of 3 JPEG files" in message and "dog/bad.jpg" in message and fragment in message
+    assert "remove or replace" in message and "\n" not in message
+
+
+def test_files_that_are_not_jpegs_are_left_out(tmp_path):
+    root = _user_folder(tmp_path / "mine")
+    (root / "cat" / "README.txt").write_text("notes")
+    manifest = data.scan_user_folder(root)
+    assert manifest["num_images"] == 2
+    data.verify_manifest(manifest)

@@ -39,3 +39,20 @@ def test_batches_have_the_network_input_shape(smoke_dataset, requested):
     assert images.shape == (4, 3, 32, 32)
     assert images.dtype.name == "float32"
     assert set(labels.tolist()) <= {0, 1}
+
+
+def test_only_jpegs_become_samples(tmp_path, smoke_dataset):
+    import shutil
+
+    root = tmp_path / "data"
+    shutil.copytree(load_manifest(smoke_dataset)["root"], root)
+    for folder in root.iterdir():
+        if folder.is_dir():
+            (folder / "README.txt").write_text("not an image")
+    cfg = compose_run_config(["size=smoke"])
+    workers = pipeline.resolve_workers(None, 1)
+    dataset = pipeline.create_train_dataset(str(root), cfg.pipeline, num_batches=4, seed=1,
+                                            workers=workers)
+    rows = sum(images.shape[0] for images, _ in dataset.create_tuple_iterator(num_epochs=1,
+                                                                                output_numpy=True))
+    assert rows == 16  # the 16 JPEGs, one epoch of 4 batches; no README decoded

@@ -185,6 +185,24 @@ def write_manifest(manifest: dict[str, Any], out_dir: str | Path) -> Path:
     return path
 
 
+def jpeg_problem(path: Path) -> str | None:
+    """Why a file is not a complete JPEG (cheap: its first bytes and its last KB), or None.
+
+    Catches a text or PNG file named .jpg and a truncated download; MindSpore would stop
+    the whole pipeline mid-epoch on either.
+    """
+    size = path.stat().st_size
+    if size < 4:
+        return "empty" if size == 0 else "too short to be a JPEG"
+    with open(path, "rb") as handle:
+        if handle.read(3) != b"\xff\xd8\xff":
+            return "not a JPEG (no JPEG start marker)"
+        handle.seek(max(0, size - 1024))
+        if b"\xff\xd9" not in handle.read():
+            return "truncated (no JPEG end marker)"
+    return None
+
+
 def scan_user_folder(root: str | Path) -> dict[str, Any]:
     """Validate a user's ImageFolder and describe it (without hashing every byte).
 
@@ -202,7 +220,7 @@ def scan_user_folder(root: str | Path) -> dict[str, Any]:
     if not classes:
         raise DatasetError(f"Data path {root} has no class folders; an ImageFolder holds one "
                            "sub-folder of JPEGs per class (e.g. train/n01440764/*.JPEG).")
-    files = []
+    files, bad = [], []
     for name in classes:
         jpegs = sorted(p for p in (root / name).iterdir()
                        if p.is_file() and p.suffix.lower() in JPEG_SUFFIXES)
@@ -210,9 +228,17 @@ def scan_user_folder(root: str | Path) -> dict[str, Any]:
             raise DatasetError(f"Class folder {root / name} holds no JPEG files; add .jpg/.jpeg "
                                "images or remove the folder.")
         for path in jpegs:
+            problem = jpeg_problem(path)
+            if problem:
+                bad.append(f"{name}/{path.name}: {problem}")
+                continue
             stat = path.stat()
             files.append({"path": f"{name}/{path.name}", "bytes": stat.st_size,
                           "sha256": f"size:{stat.st_size};mtime_ns:{stat.st_mtime_ns}"})
+    if bad:
+        raise DatasetError(f"{len(bad)} of {len(bad) + len(files)} JPEG files under {root} are not "
+                           f"readable JPEGs (first: {bad[0]}); remove or replace them (the study "
+                           "stops rather than skip images, so every arm trains on the same data).")
     return {
         "source": "user",
         "root": str(root.resolve()),

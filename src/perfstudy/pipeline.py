@@ -15,6 +15,8 @@ from perfstudy.transforms import load_transform
 
 log = logging.getLogger(__name__)
 
+JPEG_EXTENSIONS = [".jpg", ".jpeg", ".JPG", ".JPEG", ".Jpg", ".Jpeg"]
+
 # ImageNet statistics on the 0..255 scale, as in the article's code.
 MEAN = [0.485 * 255, 0.456 * 255, 0.406 * 255]
 STD = [0.229 * 255, 0.224 * 255, 0.225 * 255]
@@ -97,7 +99,9 @@ def create_train_dataset(root: str, pipe_cfg, num_batches: int, seed: int,
         ds.config.set_prefetch_size(pipe_cfg.prefetch_size)
     if pipe_cfg.global_default_workers is not None:
         ds.config.set_num_parallel_workers(min(pipe_cfg.global_default_workers, workers.cpu_count))
-    data = ds.ImageFolderDataset(root, shuffle=pipe_cfg.shuffle, decode=False)
+    # Only the JPEGs the manifest lists: a stray README.txt in a class folder is no sample.
+    data = ds.ImageFolderDataset(root, shuffle=pipe_cfg.shuffle, decode=False,
+                                 extensions=JPEG_EXTENSIONS)
     per_epoch = data.get_dataset_size() // pipe_cfg.batch_size
     if per_epoch < 1:
         raise ValueError(f"The dataset at {root} has {data.get_dataset_size()} images, fewer than "
