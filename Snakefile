@@ -7,6 +7,7 @@ from snakemake.exceptions import WorkflowError
 from snakemake.utils import min_version, validate
 
 from perfstudy.config import ConfigError
+from perfstudy.io import OutputError, check_writable
 from perfstudy.study import check_workflow_config
 
 min_version("9.0")
@@ -21,6 +22,10 @@ try:  # one sentence for a bad setting, then Snakemake's own check (it fills the
 except ConfigError as exc:
     raise WorkflowError(str(exc)) from None
 validate(config, "workflow/schemas/config.schema.yaml")
+try:  # an unwritable results folder fails here, not half way through the study
+    check_writable(config["results"], "results")
+except OutputError as exc:
+    raise WorkflowError(str(exc)) from None
 
 
 include: "workflow/rules/common.smk"

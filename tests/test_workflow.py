@@ -48,6 +48,7 @@ def test_global_overrides_reach_every_arm(tmp_path):
     ("overrides=[pipeline.num_parallel_workers=0]", "num_parallel_workers"),
     ("overrides=[notanoverride]", "notanoverride"),
     ("studyy=seed_case", "'studyy' was unexpected"),
+    ("results=/proc/perfstudy-results", "The output folder /proc/perfstudy-results cannot be written"),
 ])
 def test_bad_settings_fail_before_anything_runs(tmp_path, setting, fragment):
     result = snakemake("-n", "--cores", "2", "--config", setting, workdir=tmp_path)
@@ -73,3 +74,21 @@ def test_a_device_this_mindspore_cannot_use_is_one_sentence(tmp_path):
     last = result.stderr.strip().splitlines()[-1]
     assert last.startswith("error: trainer.device_target=Ascend is not usable")
     assert not (tmp_path / "data").exists()  # failed before generating anything
+
+
+def test_a_results_path_under_a_file_is_one_sentence(tmp_path):
+    (tmp_path / "afile").write_text("x")
+    result = snakemake("-n", "--cores", "2", "--config", f"results={tmp_path}/afile/results",
+                       workdir=tmp_path)
+    assert result.returncode != 0
+    assert f"{tmp_path}/afile is a file; set results to a folder you can write" in result.stdout + result.stderr
+
+
+def test_train_by_hand_into_an_unwritable_folder_is_one_sentence():
+    result = subprocess.run([PYTHON, str(REPO / "scripts/train.py"), "size=smoke",
+                             "paths.results=/proc/perfstudy-results"],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 2
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: The output folder /proc/perfstudy-results/runs/adhoc/adhoc cannot be written")
+    assert "paths.results=/tmp/perfstudy-results" in last

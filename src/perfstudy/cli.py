@@ -9,8 +9,10 @@ from typing import Any
 
 from perfstudy.config import ConfigError
 from perfstudy.data import DatasetError
+from perfstudy.io import OutputError
 
-USER_ERRORS: tuple[type[BaseException], ...] = (ConfigError, DatasetError, FloatingPointError)
+USER_ERRORS: tuple[type[BaseException], ...] = (ConfigError, DatasetError, FloatingPointError,
+                                                 OutputError)
 
 
 class UserError(Exception):

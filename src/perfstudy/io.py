@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -33,3 +34,28 @@ def read_json(path: str | Path) -> Any:
 def write_csv(path: str | Path, frame: pd.DataFrame) -> Path:
     """Atomically write a CSV without the index."""
     return write_text_atomic(path, frame.to_csv(index=False))
+
+
+class OutputError(ValueError):
+    """An output folder cannot be written; the message names it and the fix."""
+
+
+def check_writable(folder: str | Path, setting: str) -> None:
+    """Fail early, in one sentence, when `folder` cannot be created or written.
+
+    Probes the nearest existing ancestor with a temporary folder (removed at once), so
+    nothing is left behind and the check also holds for root, for whom permission bits
+    alone say nothing (e.g. on /proc).
+    """
+    path = Path(folder).expanduser().absolute()
+    ancestor = path
+    while not ancestor.exists() and ancestor != ancestor.parent:
+        ancestor = ancestor.parent
+    fix = f"set {setting} to a folder you can write, e.g. {setting}=/tmp/perfstudy-results"
+    if not ancestor.is_dir():
+        raise OutputError(f"The output folder {folder} cannot be created: {ancestor} is a file; {fix}.")
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".perfstudy-probe-", dir=ancestor))
+    except OSError as exc:
+        raise OutputError(f"The output folder {folder} cannot be written ({exc.strerror} in "
+                          f"{ancestor}); {fix}.") from None

@@ -23,7 +23,7 @@ from mindspore.dataset import config as ds_config
 from perfstudy import config as config_mod
 from perfstudy import data as data_mod
 from perfstudy import pipeline, steptrace
-from perfstudy.io import write_csv, write_json
+from perfstudy.io import check_writable, write_csv, write_json
 from perfstudy.model import create_loss, create_model, create_optimizer
 from perfstudy.profiling import RunProfiler, extra_steps
 from perfstudy.provenance import environment, git_state
@@ -204,6 +204,7 @@ def calibrate(step: TrainStep, batch, cfg, workers: pipeline.Workers, root: str)
 def run(cfg, manifest_path: str | Path | None = None) -> dict[str, Any]:
     """Train one arm and write steps.csv and summary.json into cfg.paths.run_dir."""
     _setup_mindspore(cfg)  # first: a missing device fails before minutes of data work
+    check_writable(cfg.paths.run_dir, "paths.results")
     run_dir = Path(cfg.paths.run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     if manifest_path is None:
