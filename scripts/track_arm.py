@@ -15,14 +15,9 @@ import pandas as pd
 
 from perfstudy import config, tracking
 from perfstudy.cli import main_guard, setup_logging
-from perfstudy.io import read_json, write_json
+from perfstudy.io import read_json, read_table, write_json
 
 log = logging.getLogger("track_arm")
-
-
-def _read_table(path: Path) -> pd.DataFrame | None:
-    frame = pd.read_csv(path) if path.is_file() else None
-    return frame if frame is not None and len(frame) else None
 
 
 def main() -> None:
@@ -43,7 +38,7 @@ def main() -> None:
                                          "pipeline_ops.csv", "queues.csv", "timeline_steps.csv",
                                          "trace.json")]
     diagnosis = read_json(run_dir / "diagnosis.json")
-    ops, queues = (_read_table(run_dir / name) for name in ("pipeline_ops.csv", "queues.csv"))
+    ops, queues = (read_table(run_dir / name) for name in ("pipeline_ops.csv", "queues.csv"))
     result = tracking.log_arm(
         client, ids["experiment_id"], ids["study_run_id"], study=cfg.study, arm=cfg.arm,
         params=config.flatten(config.to_container(cfg)), summary=summary, steps=steps,

@@ -31,6 +31,13 @@ def read_json(path: str | Path) -> Any:
     return json.loads(Path(path).read_text())
 
 
+def read_table(path: str | Path) -> pd.DataFrame | None:
+    """A CSV as a frame, or None when the file is missing or has no rows (e.g. profiler off)."""
+    path = Path(path)
+    frame = pd.read_csv(path) if path.is_file() else None
+    return frame if frame is not None and len(frame) else None
+
+
 def write_csv(path: str | Path, frame: pd.DataFrame) -> Path:
     """Atomically write a CSV without the index."""
     return write_text_atomic(path, frame.to_csv(index=False))

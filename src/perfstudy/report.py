@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import base64
 import html
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +15,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from perfstudy.diagnosis import input_bound_band  # noqa: E402
-from perfstudy.io import read_json, write_csv, write_text_atomic  # noqa: E402
+from perfstudy.io import read_json, read_table, write_csv, write_text_atomic  # noqa: E402
 
 # The case study's table (CASE_STUDY.md): ResNet50, batch 32, accelerator, MindInsight.
 PUBLISHED = {
@@ -35,21 +35,14 @@ class Arm:
     diagnosis: dict[str, Any] | None = None
     ops: pd.DataFrame | None = None
     queues: pd.DataFrame | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def load_arm(run_dir: str | Path, name: str) -> Arm:
     """An arm's results from its run folder (analysis outputs when present)."""
     run = Path(run_dir)
-
-    def table(file: str) -> pd.DataFrame | None:
-        path = run / file
-        frame = pd.read_csv(path) if path.is_file() else None
-        return frame if frame is not None and len(frame) else None
-
     diagnosis = read_json(run / "diagnosis.json") if (run / "diagnosis.json").is_file() else None
     return Arm(name, read_json(run / "summary.json"), pd.read_csv(run / "steps.csv"), diagnosis,
-               table("pipeline_ops.csv"), table("queues.csv"))
+               read_table(run / "pipeline_ops.csv"), read_table(run / "queues.csv"))
 
 
 def _workers_text(summary: dict[str, Any]) -> str:
