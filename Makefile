@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 CORES ?= all
 SNAKEMAKE_ARGS ?=
 
-.PHONY: help setup run test test-fast lint lock report clean
+.PHONY: help setup test-services run test test-fast lint lock report clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -22,10 +22,22 @@ $(STAMP): requirements.lock pyproject.toml
 
 setup: $(STAMP)  ## create .venv and install the pinned dependency set and the package
 
+# The tracking-server tests start PostgreSQL (as a throwaway cluster) behind `mlflow server`;
+# they need its binaries: Debian's postgresql, installed here when missing.
+PG_INITDB := $(firstword $(wildcard /usr/lib/postgresql/*/bin/initdb) $(shell command -v initdb))
+
+test-services:  ## install PostgreSQL (Debian's package) when its binaries are missing
+	@if [ -n "$(PG_INITDB)" ]; then echo "PostgreSQL: $(PG_INITDB)"; \
+	elif command -v apt-get >/dev/null; then \
+	  echo "installing Debian's postgresql for the tracking-server tests"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq postgresql >/dev/null; \
+	else echo "error: PostgreSQL is not installed and apt-get is missing; install postgresql (initdb, pg_ctl) and run make test again"; exit 2; fi
+
 run: setup  ## set up, then run the default study (snakemake --cores all)
 	$(BIN)/snakemake --cores $(CORES) --keep-going $(SNAKEMAKE_ARGS)
 
-test: setup  ## set up, then run the whole test suite (unit, workflow, end-to-end smoke)
+test: setup test-services  ## set up, then run the whole test suite (unit, workflow, end-to-end smoke, tracking server)
 	$(BIN)/python -m pytest
 
 test-fast: setup  ## the tests that do not train (seconds)

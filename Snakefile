@@ -2,15 +2,19 @@
 # Settings: workflow/config.yaml (validated by workflow/schemas/config.schema.yaml); change
 # them with --config, e.g.  snakemake --cores all --config study=seed_case overrides='[size=smoke]'
 import os
+import sys
+import time
 
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import min_version, validate
 
+from perfstudy.cli import errors_in_logs
 from perfstudy.config import ConfigError
 from perfstudy.io import OutputError, check_writable
 from perfstudy.study import check_workflow_config
 
 min_version("9.0")
+STARTED = time.time()
 
 
 # Found next to this Snakefile, so `snakemake -s /path/to/Snakefile -d /elsewhere` works.
@@ -46,3 +50,8 @@ onsuccess:
     print(f"\nReport: {RESULTS}/report/{STUDY}/report.html\n"
           f"Compare the arms in MLflow: mlflow ui --backend-store-uri "
           f"{tracking_uri_hint()} --port 5000\n")
+
+
+onerror:
+    for line in errors_in_logs(f"{RESULTS}/logs", STARTED):
+        print(line, file=sys.stderr)

@@ -26,6 +26,8 @@ def main() -> None:
     parser.add_argument("--run-dir", required=True)
     parser.add_argument("--study-ids", required=True, help="mlflow_study.json of track_init")
     parser.add_argument("--log", action="append", default=[], help="a log file to attach")
+    parser.add_argument("--study-receipt", help="the study's tracking receipt "
+                        "(report/<study>/mlflow_study.json), void while this arm's run changes")
     args = parser.parse_args()
     setup_logging()
     run_dir = Path(args.run_dir)
@@ -33,20 +35,27 @@ def main() -> None:
     ids = read_json(args.study_ids)
     summary = read_json(run_dir / "summary.json")
     steps = pd.read_csv(run_dir / "steps.csv")
-    client = tracking.client_for(ids["tracking_uri"])
     files = [run_dir / name for name in ("config.yaml", "steps.csv", "summary.json", "diagnosis.json",
                                          "pipeline_ops.csv", "queues.csv", "timeline_steps.csv",
                                          "trace.json")]
     diagnosis = read_json(run_dir / "diagnosis.json")
     ops, queues = (read_table(run_dir / name) for name in ("pipeline_ops.csv", "queues.csv"))
-    result = tracking.log_arm(
-        client, ids["experiment_id"], ids["study_run_id"], study=cfg.study, arm=cfg.arm,
-        params=config.flatten(config.to_container(cfg)), summary=summary, steps=steps,
-        artifacts=[f for f in files if f.is_file()] + [Path(p) for p in args.log if Path(p).is_file()],
-        results_fingerprint=tracking.fingerprint(run_dir / "steps.csv", run_dir / "summary.json"),
-        extra_metrics=tracking.diagnosis_metrics(diagnosis, ops, queues, tracking.run_end_ms(steps)),
-        extra_tags=tracking.diagnosis_tags(diagnosis),
-        artifact_dirs={"profile": run_dir / "profile"} if (run_dir / "profile").is_dir() else {})
+    # Until this job ends, the store no longer holds what the receipts say: remove them
+    # first, so a job killed from here on is redone by the next `snakemake` (which would
+    # otherwise see the study's receipt up to date and leave this arm's run RUNNING).
+    for receipt in (run_dir / "mlflow_run.json", args.study_receipt):
+        if receipt:
+            Path(receipt).unlink(missing_ok=True)
+    with tracking.store_lock(ids["tracking_uri"]):
+        result = tracking.log_arm(
+            tracking.client_for(ids["tracking_uri"]), ids["experiment_id"], ids["study_run_id"],
+            study=cfg.study, arm=cfg.arm, instance=ids["instance"],
+            params=config.flatten(config.to_container(cfg)), summary=summary, steps=steps,
+            artifacts=[f for f in files if f.is_file()] + [Path(p) for p in args.log if Path(p).is_file()],
+            results_fingerprint=tracking.fingerprint(run_dir / "steps.csv", run_dir / "summary.json"),
+            extra_metrics=tracking.diagnosis_metrics(diagnosis, ops, queues, tracking.run_end_ms(steps)),
+            extra_tags=tracking.diagnosis_tags(diagnosis),
+            artifact_dirs={"profile": run_dir / "profile"} if (run_dir / "profile").is_dir() else {})
     log.info("arm %s -> run %s (%s)", cfg.arm, result["run_id"],
              "created" if result["created"] else "updated")
     write_json(run_dir / "mlflow_run.json", {**result, "tracking_uri": ids["tracking_uri"],

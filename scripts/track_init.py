@@ -9,6 +9,7 @@ experiment or migrating the SQLite schema.
 
 import argparse
 import sys
+from pathlib import Path
 
 from perfstudy import config, tracking
 from perfstudy.cli import main_guard, setup_logging
@@ -25,12 +26,14 @@ def main() -> None:
     setup_logging()
     cfg = config.load_run_config(args.run_config)
     uri = tracking.resolve_uri(cfg.tracking.uri, cfg.paths.results)
-    client = tracking.client_for(uri)
+    instance = tracking.study_instance(Path(args.out).parent)
     name = f"{cfg.tracking.experiment_prefix}/{cfg.study}"
-    experiment_id = tracking.ensure_experiment(client, name, cfg.paths.results, uri)
-    parent = tracking.ensure_study_run(client, experiment_id, cfg.study,
-                                       {"git_sha": str(git_state()["git_sha"])})
-    write_json(args.out, {"tracking_uri": uri, "experiment_name": name,
+    with tracking.store_lock(uri):
+        client = tracking.client_for(uri)
+        experiment_id = tracking.ensure_experiment(client, name, uri)
+        parent = tracking.ensure_study_run(client, experiment_id, cfg.study, instance,
+                                           {"git_sha": str(git_state()["git_sha"])})
+    write_json(args.out, {"tracking_uri": uri, "experiment_name": name, "instance": instance,
                           "experiment_id": experiment_id, "study_run_id": parent})
 
 

@@ -47,12 +47,11 @@ def main() -> None:
         arm_runs[row.arm] = read_json(Path(args.runs_dir) / row.arm / "mlflow_run.json")["run_id"]
         steps = pd.read_csv(Path(args.runs_dir) / row.arm / "steps.csv")
         last_end = max(last_end, tracking.run_end_ms(steps))
-    client = tracking.client_for(ids["tracking_uri"])
-    files = [report_dir / name for name in ("report.html", "report.md", "comparison.csv")]
-    tracking.log_study(client, ids["study_run_id"], metrics=metrics, tags=tags,
-                       artifacts=files, stamp_ms=last_end)
-    for png in sorted((report_dir / "figures").glob("*.png")):
-        client.log_artifact(ids["study_run_id"], str(png), "figures")
+    files = [(report_dir / name, None) for name in ("report.html", "report.md", "comparison.csv")]
+    files += [(png, "figures") for png in sorted((report_dir / "figures").glob("*.png"))]
+    with tracking.store_lock(ids["tracking_uri"]):
+        tracking.log_study(tracking.client_for(ids["tracking_uri"]), ids["study_run_id"],
+                           metrics=metrics, tags=tags, artifacts=files, stamp_ms=last_end)
     write_json(args.out, {**ids, "arm_runs": arm_runs})
 
 

@@ -38,7 +38,7 @@ def _fake_arm(tmp_path, arm, step_ms=100.0):
 def _log(client, exp, parent, run_dir, steps, summary):
     cfg = compose_run_config(["size=smoke"])
     return tracking.log_arm(
-        client, exp, parent, study="s", arm=summary["arm"],
+        client, exp, parent, study="s", arm=summary["arm"], instance="i1",
         params=flatten(to_container(cfg)), summary=summary, steps=steps,
         artifacts=[run_dir / "steps.csv", run_dir / "summary.json"],
         results_fingerprint=tracking.fingerprint(run_dir / "steps.csv", run_dir / "summary.json"))
@@ -48,8 +48,8 @@ def _log(client, exp, parent, run_dir, steps, summary):
 def store(tmp_path):
     uri = tracking.default_uri(tmp_path)
     client = tracking.client_for(uri)
-    exp = tracking.ensure_experiment(client, "perfstudy/s", tmp_path, uri)
-    parent = tracking.ensure_study_run(client, exp, "s", {})
+    exp = tracking.ensure_experiment(client, "perfstudy/s", uri)
+    parent = tracking.ensure_study_run(client, exp, "s", "i1", {})
     return client, exp, parent
 
 
@@ -94,7 +94,7 @@ def test_logging_the_same_results_again_updates_the_same_run(tmp_path, store):
     assert second["run_id"] == first["run_id"] and not second["created"]
     assert len(_active_arm_runs(client, exp)) == 1
     assert len(client.get_metric_history(first["run_id"], "step/step_ms")) == 6
-    assert tracking.ensure_study_run(client, exp, "s", {}) == parent
+    assert tracking.ensure_study_run(client, exp, "s", "i1", {}) == parent
 
 
 def test_retrained_arm_replaces_its_run_never_a_twin(tmp_path, store):
@@ -115,3 +115,51 @@ def test_unreachable_server_is_one_sentence():
         tracking.client_for("http://127.0.0.1:9")
     assert "cannot be reached" in str(info.value)
     assert "\n" not in str(info.value)
+
+
+def test_another_results_folder_never_touches_this_folders_runs(tmp_path, store):
+    client, exp, parent = store
+    run_dir, steps, summary = _fake_arm(tmp_path, "tuned")
+    mine = _log(client, exp, parent, run_dir, steps, summary)
+    other_parent = tracking.ensure_study_run(client, exp, "s", "i2", {})
+    assert other_parent != parent
+    other_steps = steps.assign(step_ms=steps["step_ms"] * 3)  # other results, same study and arm
+    other_steps.to_csv(run_dir / "steps.csv", index=False)
+    cfg = compose_run_config(["size=smoke"])
+    theirs = tracking.log_arm(
+        client, exp, other_parent, study="s", arm="tuned", instance="i2",
+        params=flatten(to_container(cfg)), summary=summary, steps=other_steps, artifacts=[],
+        results_fingerprint=tracking.fingerprint(run_dir / "steps.csv", run_dir / "summary.json"))
+    assert theirs["created"] and theirs["replaced"] == []
+    runs = {r.info.run_id: r for r in _active_arm_runs(client, exp)}
+    assert set(runs) == {mine["run_id"], theirs["run_id"]}
+    assert runs[mine["run_id"]].data.tags["mlflow.parentRunId"] == parent
+
+
+def test_study_instance_is_made_once_per_folder(tmp_path):
+    first = tracking.study_instance(tmp_path / "runs" / "s")
+    assert tracking.study_instance(tmp_path / "runs" / "s") == first
+    assert tracking.study_instance(tmp_path / "other") != first
+
+
+def test_sqlite_writers_take_turns(tmp_path):
+    import subprocess
+    import sys
+
+    uri = tracking.default_uri(tmp_path)
+    probe = ("import fcntl, sys\n"
+             "with open(sys.argv[1], 'a') as f:\n"
+             "    try:\n        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)\n"
+             "    except BlockingIOError:\n        sys.exit(3)\n")
+    lock_file = tmp_path / "mlflow" / "mlflow.db.lock"
+    with tracking.store_lock(uri):
+        held = subprocess.run([sys.executable, "-c", probe, str(lock_file)])
+    free = subprocess.run([sys.executable, "-c", probe, str(lock_file)])
+    assert (held.returncode, free.returncode) == (3, 0)
+    with tracking.store_lock("http://127.0.0.1:5000"):  # a server needs no lock file
+        pass
+
+
+def test_a_new_study_run_waits_scheduled_not_running(store):
+    client, exp, parent = store
+    assert client.get_run(parent).info.status == "SCHEDULED"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from perfstudy.config import ConfigError
@@ -37,3 +38,21 @@ def main_guard(func: Callable[[], Any],
         print(f"error: {exc}", file=sys.stderr)
         return 2
     return 0
+
+
+def errors_in_logs(folder: str | Path, since: float) -> list[str]:
+    """The one-sentence errors ("error: ...") that jobs wrote to their logs since `since`.
+
+    Snakemake only names a failed job's log; the workflow prints these at the end so the
+    user reads the problem and the fix without opening a log file.
+    """
+    found = []
+    for log in sorted(Path(folder).rglob("*.log")):
+        try:
+            if log.stat().st_mtime < since:
+                continue
+            lines = log.read_text(errors="replace").splitlines()
+        except OSError:
+            continue
+        found += [f"{log.relative_to(folder)}: {line}" for line in lines if line.startswith("error: ")]
+    return found

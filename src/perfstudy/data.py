@@ -253,7 +253,7 @@ def scan_user_folder(root: str | Path) -> dict[str, Any]:
 
 
 def load_manifest(path: str | Path) -> dict[str, Any]:
-    """Read a manifest and check its folder is still there."""
+    """Read a manifest (a generated one rooted where it lies) and check its folder is there."""
     path = Path(path)
     try:
         manifest = json.loads(path.read_text())
@@ -263,6 +263,10 @@ def load_manifest(path: str | Path) -> dict[str, Any]:
     except json.JSONDecodeError as exc:
         raise DatasetError(f"Dataset manifest {path} is corrupt ({exc.msg}); delete its folder "
                            "and run make_dataset again.") from None
+    if manifest.get("source") == "generated":
+        # generated images live beside their manifest: a moved or copied results folder
+        # trains on (and verifies) its own copy, never on the folder it was copied from
+        manifest["root"] = str(path.parent.resolve())
     if not Path(manifest.get("root", "")).is_dir():
         raise DatasetError(f"The dataset folder {manifest.get('root')} named by {path} is gone; "
                            "delete the manifest and run make_dataset again.")

@@ -4,16 +4,22 @@ Idempotent by design: runs are found again by their tags (and the ids are kept i
 mlflow_run.json), per-step metrics carry the step's own wall-clock timestamp, so logging
 the same results twice adds nothing. An arm retrained with other results replaces its
 old run (the old one is deleted and named in the new one's `perfstudy.replaces` tag).
+Runs belong to one results folder (its `perfstudy.instance` id): two folders logging the
+same study to one shared store each keep their own runs. Writers to one SQLite file take
+turns (a lock file beside it); a server store needs no lock.
 MlflowClient is used throughout, never the fluent API, so an inherited MLFLOW_RUN_ID
 cannot redirect a child run (mlflow issue 15713).
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import os
 import socket
 import urllib.parse
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -39,9 +45,12 @@ def resolve_uri(cfg_uri: str | None, results: str | Path) -> str:
     return os.environ.get("MLFLOW_TRACKING_URI") or cfg_uri or default_uri(results)
 
 
-def artifact_root(results: str | Path) -> str:
-    """Artifact folder next to the SQLite store: <results>/mlflow/artifacts."""
-    return (Path(results) / "mlflow" / "artifacts").resolve().as_uri()
+def artifact_root(uri: str) -> str | None:
+    """Artifact folder beside a SQLite store (<results>/mlflow/artifacts for the study's own);
+    None for a server, which decides where artifacts go."""
+    if not uri.startswith("sqlite:///"):
+        return None
+    return (Path(urllib.parse.urlparse(uri).path).parent / "artifacts").resolve().as_uri()
 
 
 def client_for(uri: str):
@@ -72,15 +81,56 @@ def client_for(uri: str):
     return client
 
 
-def ensure_experiment(client, name: str, results: str | Path, uri: str) -> str:
-    """Id of the named experiment, created (with artifacts under results/) if missing."""
+@contextlib.contextmanager
+def store_lock(uri: str):
+    """Hold the store while writing: an exclusive lock file beside a SQLite store.
+
+    SQLite has one writer at a time and MLflow creates its schema on first use, so two
+    studies logging to one file at once would meet "database is locked" or a half-made
+    schema; with the lock they take turns (a few seconds each). Servers need no lock.
+    """
+    if not uri.startswith("sqlite:///"):
+        yield
+        return
+    db = Path(urllib.parse.urlparse(uri).path)
+    db.parent.mkdir(parents=True, exist_ok=True)
+    with open(db.with_name(db.name + ".lock"), "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def study_instance(folder: str | Path) -> str:
+    """This results folder's id for a study (made once, kept in <folder>/instance_id).
+
+    Runs are found again by it, so another folder logging the same study to the same
+    store never updates, replaces or deletes this folder's runs.
+    """
+    from perfstudy.io import write_text_atomic
+
+    path = Path(folder) / "instance_id"
+    if path.is_file() and path.read_text().strip():
+        return path.read_text().strip()
+    instance = uuid.uuid4().hex[:16]
+    write_text_atomic(path, instance + "\n")
+    return instance
+
+
+def ensure_experiment(client, name: str, uri: str) -> str:
+    """Id of the named experiment, created (artifacts beside a SQLite store) if missing."""
     experiment = client.get_experiment_by_name(name)
-    if experiment is not None:
-        if experiment.lifecycle_stage == "deleted":
-            client.restore_experiment(experiment.experiment_id)
-        return experiment.experiment_id
-    location = artifact_root(results) if uri.startswith("sqlite:") else None
-    return client.create_experiment(name, artifact_location=location)
+    if experiment is None:
+        try:
+            return client.create_experiment(name, artifact_location=artifact_root(uri))
+        except Exception:  # noqa: BLE001 - another study created it meanwhile (shared server)
+            experiment = client.get_experiment_by_name(name)
+            if experiment is None:
+                raise
+    if experiment.lifecycle_stage == "deleted":
+        client.restore_experiment(experiment.experiment_id)
+    return experiment.experiment_id
 
 
 def _find_runs(client, experiment_id: str, tags: dict[str, str]):
@@ -89,13 +139,19 @@ def _find_runs(client, experiment_id: str, tags: dict[str, str]):
                               order_by=["attributes.start_time ASC"])
 
 
-def ensure_study_run(client, experiment_id: str, study: str, base_tags: dict[str, str]) -> str:
-    """The study's parent run (found by tags, created once)."""
-    runs = _find_runs(client, experiment_id, {f"{TAG}study": study, f"{TAG}role": "study"})
+def ensure_study_run(client, experiment_id: str, study: str, instance: str,
+                     base_tags: dict[str, str]) -> str:
+    """The study's parent run for one results folder (found by tags, created once, SCHEDULED)."""
+    runs = _find_runs(client, experiment_id, {f"{TAG}study": study, f"{TAG}role": "study",
+                                              f"{TAG}instance": instance})
     if runs:
         return runs[0].info.run_id
     run = client.create_run(experiment_id, run_name=study,
-                            tags={**base_tags, f"{TAG}study": study, f"{TAG}role": "study"})
+                            tags={**base_tags, f"{TAG}study": study, f"{TAG}role": "study",
+                                  f"{TAG}instance": instance})
+    # SCHEDULED until track_study logs the report: a study that stops before then (bad
+    # input, a failed arm) must not leave a run that claims to be RUNNING.
+    client.update_run(run.info.run_id, status="SCHEDULED")
     return run.info.run_id
 
 
@@ -170,13 +226,14 @@ def log_metrics(client, run_id: str, metrics: list) -> None:
         client.log_batch(run_id, metrics=chunk)
 
 
-def arm_tags(summary: dict[str, Any], study: str, arm: str) -> dict[str, str]:
+def arm_tags(summary: dict[str, Any], study: str, arm: str, instance: str) -> dict[str, str]:
     """Tags that say what the run is and what it was made with."""
     env = summary.get("environment", {})
     return {
         f"{TAG}study": study,
         f"{TAG}arm": arm,
         f"{TAG}role": "arm",
+        f"{TAG}instance": instance,
         "git_sha": str(summary.get("git_sha")),
         "git_dirty": str(summary.get("git_dirty")),
         "config_hash": str(summary.get("config_hash")),
@@ -240,7 +297,7 @@ def diagnosis_tags(diagnosis: dict[str, Any]) -> dict[str, str]:
 
 
 def log_arm(client, experiment_id: str, parent_run_id: str, *, study: str, arm: str,
-            params: dict[str, Any], summary: dict[str, Any], steps: pd.DataFrame,
+            instance: str, params: dict[str, Any], summary: dict[str, Any], steps: pd.DataFrame,
             artifacts: list[Path], results_fingerprint: str, extra_metrics: list = (),
             extra_tags: dict[str, str] | None = None,
             artifact_dirs: dict[str, Path] | None = None) -> dict[str, Any]:
@@ -248,9 +305,9 @@ def log_arm(client, experiment_id: str, parent_run_id: str, *, study: str, arm: 
 
     artifact_dirs: artifact path -> local folder, logged whole (e.g. the raw profile).
     """
-    tags = {**arm_tags(summary, study, arm), **(extra_tags or {})}
+    tags = {**arm_tags(summary, study, arm, instance), **(extra_tags or {})}
     existing = _find_runs(client, experiment_id, {f"{TAG}study": study, f"{TAG}arm": arm,
-                                                  f"{TAG}role": "arm"})
+                                                  f"{TAG}role": "arm", f"{TAG}instance": instance})
     same = [r for r in existing if r.data.tags.get(f"{TAG}results") == results_fingerprint]
     keep = same[0].info.run_id if same else None
     stale = [r for r in existing if r.info.run_id != keep]
@@ -288,11 +345,11 @@ def _tag(key: str, value: str):
 
 
 def log_study(client, parent_run_id: str, *, metrics: dict[str, float], tags: dict[str, str],
-              artifacts: list[Path], stamp_ms: int, artifact_dir: str | None = None) -> None:
+              artifacts: list[tuple[Path, str | None]], stamp_ms: int) -> None:
     """Aggregates, tags and the report onto the study's parent run.
 
-    stamp_ms should come from the results (e.g. the last arm's end), so logging the same
-    results again adds no metric history.
+    artifacts: (file, artifact folder or None). stamp_ms should come from the results
+    (e.g. the last arm's end), so logging the same results again adds no metric history.
     """
     from mlflow.entities import Metric
 
@@ -301,8 +358,8 @@ def log_study(client, parent_run_id: str, *, metrics: dict[str, float], tags: di
     try:
         client.log_batch(parent_run_id, tags=[_tag(k, v) for k, v in tags.items()],
                          metrics=[Metric(k, float(v), stamp, 0) for k, v in metrics.items()])
-        for path in artifacts:
-            client.log_artifact(parent_run_id, str(path), artifact_dir)
+        for path, folder in artifacts:
+            client.log_artifact(parent_run_id, str(path), folder)
     except BaseException:
         client.set_terminated(parent_run_id, status="FAILED")
         raise

@@ -20,7 +20,7 @@ rule track_init:
 
 
 rule track_arm:
-    """One arm -> one MLflow child run (re-running updates the same run)."""
+    """One arm -> one MLflow child run (re-running updates the same run). It voids the study's receipt first, so a job killed half way is redone by the next run."""
     input:
         config=f"{RESULTS}/runs/{{study}}/{{arm}}/config.yaml",
         steps=f"{RESULTS}/runs/{{study}}/{{arm}}/steps.csv",
@@ -35,6 +35,7 @@ rule track_arm:
         python=PYTHON,
         script=SCRIPTS / "track_arm.py",
         run_dir=lambda w: f"{RESULTS}/runs/{w.study}/{w.arm}",
+        receipt=lambda w: f"{RESULTS}/report/{w.study}/mlflow_study.json",
     log:
         f"{RESULTS}/logs/track_arm/{{study}}/{{arm}}.log",
     benchmark:
@@ -45,7 +46,7 @@ rule track_arm:
         "../envs/perfstudy.yaml"
     shell:
         "{params.python} {params.script} --run-dir {params.run_dir} "
-        "--study-ids {input.study_ids} --log {input.train_log} 2> {log}"
+        "--study-ids {input.study_ids} --log {input.train_log} --study-receipt {params.receipt} 2> {log}"
 
 
 rule track_study:

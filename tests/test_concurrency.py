@@ -1,0 +1,65 @@
+"""Two studies logging to one MLflow store at the same time: no lock errors, no lost runs."""
+
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import REPO, SNAKEMAKE, env_without_mlflow
+
+pytestmark = pytest.mark.slow
+STUDY = "seed_case"
+
+
+def _start(out: Path, uri: str, *extra: str) -> subprocess.Popen:
+    out.mkdir(exist_ok=True)
+    return subprocess.Popen(
+        [SNAKEMAKE, "-s", str(REPO / "Snakefile"), "-d", str(out), "--cores", "2",
+         "--config", f"results={out}", "overrides=[size=smoke]", *extra],
+        cwd=out, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        env={**env_without_mlflow(), "MLFLOW_TRACKING_URI": uri})
+
+
+def _finish(jobs: list[subprocess.Popen]) -> None:
+    outputs = [job.communicate(timeout=1200)[0] for job in jobs]
+    for job, output in zip(jobs, outputs, strict=True):
+        assert job.returncode == 0, output[-4000:]
+        assert "database is locked" not in output
+
+
+def _runs(client):
+    experiment = client.get_experiment_by_name(f"perfstudy/{STUDY}")
+    runs = client.search_runs([experiment.experiment_id])
+    parents = {r.data.tags["perfstudy.instance"]: r.info.run_id for r in runs
+               if r.data.tags.get("perfstudy.role") == "study"}
+    arms = {(r.data.tags["perfstudy.instance"], r.data.tags["perfstudy.arm"]): r for r in runs
+            if r.data.tags.get("perfstudy.role") == "arm"}
+    return parents, arms, runs
+
+
+def test_two_studies_share_one_sqlite_store_at_once(tmp_path):
+    from mlflow.tracking import MlflowClient
+
+    store = tmp_path / "shared" / "mlflow.db"
+    uri = f"sqlite:///{store}"
+    folders = [tmp_path / "study_a", tmp_path / "study_b"]
+    _finish([_start(out, uri) for out in folders])
+
+    client = MlflowClient(uri)
+    parents, arms, runs = _runs(client)
+    instances = {(out / "runs" / STUDY / "instance_id").read_text().strip() for out in folders}
+    assert set(parents) == instances and len(instances) == 2  # one parent run per folder
+    assert sorted(arms) == sorted((i, a) for i in instances for a in ("baseline", "tuned"))
+    assert all(r.info.status == "FINISHED" for r in runs)
+    for (instance, _), run in arms.items():
+        assert run.data.tags["mlflow.parentRunId"] == parents[instance]
+        assert len(client.get_metric_history(run.info.run_id, "step/step_ms")) == 13
+    assert all(run.info.artifact_uri.startswith((tmp_path / "shared" / "artifacts").as_uri())
+               for run in runs)  # artifacts beside the shared store, not in either folder
+
+    # Only the tracking jobs, forced in both studies at once: they overlap fully.
+    _finish([_start(out, uri, "--forcerun", "track_init", "track_arm", "track_study")
+             for out in folders])
+    parents2, arms2, runs2 = _runs(client)
+    assert parents2 == parents
+    assert {k: r.info.run_id for k, r in arms2.items()} == {k: r.info.run_id for k, r in arms.items()}
+    assert len(runs2) == len(runs) == 6 and all(r.info.status == "FINISHED" for r in runs2)

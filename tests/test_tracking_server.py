@@ -1,0 +1,136 @@
+"""The smoke study against a real shared tracking server: `mlflow server` on PostgreSQL, over HTTP.
+
+One training serves every check here: the study first runs with the server down (training
+and report complete, tracking fails in one sentence), then again with the server up (all
+logged once), again with tracking forced (still once), and last a tracking job killed with
+kill -9 half way through its upload and run again (the same run, finished, no twin).
+"""
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import REPO, SNAKEMAKE, env_without_mlflow
+from servers import MlflowServer, Postgres
+
+pytestmark = pytest.mark.slow
+STUDY = "seed_case"
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("server")
+    database = Postgres().start()
+    mlflow_server = MlflowServer(database.url, folder / "artifacts", folder / "server.log")
+    try:
+        yield mlflow_server
+    finally:
+        mlflow_server.stop()
+        database.stop()
+
+
+def _study(out: Path, uri: str, *extra: str) -> subprocess.CompletedProcess:
+    env = {**env_without_mlflow(), "MLFLOW_TRACKING_URI": uri}
+    return subprocess.run(
+        [SNAKEMAKE, "-s", str(REPO / "Snakefile"), "-d", str(out), "--cores", "2", "--keep-going",
+         "--config", f"results={out}", "overrides=[size=smoke]", *extra],
+        cwd=out, capture_output=True, text=True, timeout=900, env=env)
+
+
+def _arm_runs(client):
+    experiment = client.get_experiment_by_name(f"perfstudy/{STUDY}")
+    runs = client.search_runs([experiment.experiment_id], "tags.`perfstudy.role` = 'arm'")
+    return {r.data.tags["perfstudy.arm"]: r for r in runs}, client.search_runs(
+        [experiment.experiment_id], "tags.`perfstudy.role` = 'study'")
+
+
+def _kill_track_arm_half_way(out: Path, uri: str, arm: str, hook_dir: Path) -> None:
+    """Run the arm's tracking job with an upload that hangs, and kill -9 it there."""
+    marker = hook_dir / "uploading"
+    (hook_dir / "sitecustomize.py").write_text(
+        "import os, pathlib, time\n"
+        "from mlflow.tracking import MlflowClient\n"
+        "_log_artifact = MlflowClient.log_artifact\n"
+        "def _hang(self, *args, **kwargs):\n"
+        "    _log_artifact(self, *args, **kwargs)\n"
+        f"    pathlib.Path({str(marker)!r}).touch()\n"
+        "    time.sleep(600)\n"
+        "MlflowClient.log_artifact = _hang\n")
+    run_dir = out / "runs" / STUDY / arm
+    env = {**env_without_mlflow(), "PYTHONPATH": str(hook_dir), "MLFLOW_TRACKING_URI": uri}
+    job = subprocess.Popen(
+        [sys.executable, str(REPO / "scripts" / "track_arm.py"), "--run-dir", str(run_dir),
+         "--study-ids", str(out / "runs" / STUDY / "mlflow_study.json"),
+         "--study-receipt", str(out / "report" / STUDY / "mlflow_study.json")],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.time() + 300
+    while not marker.exists() and job.poll() is None and time.time() < deadline:
+        time.sleep(0.1)
+    assert marker.exists(), "the tracking job never reached its upload:\n" + job.communicate()[0][-3000:]
+    job.kill()  # SIGKILL: no handler runs, the run stays as the job left it
+    job.wait(timeout=30)
+
+
+def test_study_on_a_postgres_backed_server_survives_it_being_down_and_a_killed_upload(
+        server, tmp_path):
+    from mlflow.tracking import MlflowClient
+
+    out = tmp_path / "study"
+    out.mkdir()
+    # 1. Server down: training and the report complete, tracking fails in one sentence.
+    down = _study(out, server.uri)
+    assert down.returncode != 0
+    for arm in ("baseline", "tuned"):
+        assert (out / "runs" / STUDY / arm / "summary.json").is_file()
+        assert not (out / "runs" / STUDY / arm / "mlflow_run.json").exists()
+    assert (out / "report" / STUDY / "report.html").is_file()
+    init_log = (out / "logs" / "track_init" / f"{STUDY}.log").read_text()
+    assert f"error: The MLflow tracking server {server.uri} cannot be reached" in init_log
+    assert "track_init" in down.stderr and "cannot be reached" in down.stderr  # printed at the end
+    trained = {arm: (out / "runs" / STUDY / arm / "steps.csv").stat().st_mtime
+               for arm in ("baseline", "tuned")}
+
+    # 2. Server back: everything is logged, nothing is trained again.
+    server.start()
+    up = _study(out, server.uri)
+    assert up.returncode == 0, up.stderr[-3000:]
+    assert trained == {arm: (out / "runs" / STUDY / arm / "steps.csv").stat().st_mtime
+                       for arm in trained}
+    client = MlflowClient(server.uri)
+    arms, parents = _arm_runs(client)
+    assert sorted(arms) == ["baseline", "tuned"] and len(parents) == 1
+    assert all(r.info.status == "FINISHED" for r in [*arms.values(), *parents])
+    tuned = arms["tuned"]
+    assert tuned.data.tags["mlflow.parentRunId"] == parents[0].info.run_id
+    assert tuned.data.tags["perfstudy.verdict"].endswith("-bound")
+    assert len(client.get_metric_history(tuned.info.run_id, "step/step_ms")) == 13
+    artifacts = {a.path for a in client.list_artifacts(tuned.info.run_id)}
+    assert {"summary.json", "diagnosis.json", "trace.json", "profile"} <= artifacts
+    assert tuned.info.artifact_uri.startswith("mlflow-artifacts:")  # uploaded over HTTP
+    assert (server.artifacts).is_dir() and any(server.artifacts.rglob("summary.json"))
+    parent_files = {a.path for a in client.list_artifacts(parents[0].info.run_id)}
+    assert {"report.html", "comparison.csv", "figures"} <= parent_files
+
+    # 3. Tracking forced again: the same runs, no metric logged twice.
+    again = _study(out, server.uri, "--forcerun", "track_init", "track_arm", "track_study")
+    assert again.returncode == 0, again.stderr[-3000:]
+    arms2, parents2 = _arm_runs(client)
+    assert {a: r.info.run_id for a, r in arms2.items()} == {a: r.info.run_id for a, r in arms.items()}
+    assert [p.info.run_id for p in parents2] == [parents[0].info.run_id]
+    assert len(client.get_metric_history(tuned.info.run_id, "step/step_ms")) == 13
+
+    # 4. A tracking job killed half way leaves its run RUNNING; the next run finishes it.
+    hook_dir = tmp_path / "hook"
+    hook_dir.mkdir()
+    _kill_track_arm_half_way(out, server.uri, "tuned", hook_dir)
+    assert client.get_run(tuned.info.run_id).info.status == "RUNNING"
+    assert not (out / "report" / STUDY / "mlflow_study.json").exists()  # the receipt is void
+    finish = _study(out, server.uri)
+    assert finish.returncode == 0, finish.stderr[-3000:]
+    arms3, _ = _arm_runs(client)
+    assert sorted(arms3) == ["baseline", "tuned"]
+    assert arms3["tuned"].info.run_id == tuned.info.run_id
+    assert arms3["tuned"].info.status == "FINISHED"
+    assert len(client.get_metric_history(tuned.info.run_id, "step/step_ms")) == 13
