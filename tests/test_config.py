@@ -130,3 +130,10 @@ def test_extra_transform_args_reach_the_transform():
     assert isinstance(transform, Sleep) and transform.milliseconds == 7
     with pytest.raises(ValueError, match="cannot be imported"):
         load_transform("perfstudy.transforms:Nope")
+
+
+def test_an_unknown_group_option_lists_only_the_options():
+    with pytest.raises(ConfigError) as info:
+        compose_run_config(["experiment=turbo"])
+    assert str(info.value) == ("Unknown option 'turbo' for config group 'experiment'; "
+                               f"use one of {', '.join(EXPERIMENTS)}.")

@@ -197,8 +197,11 @@ def _one_sentence(exc: BaseException) -> str:
     if "Could not find '" in first and "Available options in '" in str(cause):
         group = str(cause).split("Available options in '", 1)[1].split("'", 1)[0]
         option = first.split("Could not find '", 1)[1].split("'", 1)[0].split("/")[-1]
-        options = [ln.strip() for ln in str(cause).split("Available options in", 1)[1]
-                   .splitlines()[1:] if ln.startswith("\t")]
+        options = []  # the indented lines right after the header (Hydra lists its search path after)
+        for line in str(cause).split("Available options in", 1)[1].splitlines()[1:]:
+            if not line.startswith("\t"):
+                break
+            options.append(line.strip())
         return (f"Unknown option '{option}' for config group '{group}'; use one of "
                 f"{', '.join(options)}.")
     if isinstance(cause, ConfigKeyError) or "not in struct" in first or (
