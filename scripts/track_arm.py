@@ -35,7 +35,8 @@ def main() -> None:
     ids = read_json(args.study_ids)
     summary = read_json(run_dir / "summary.json")
     steps = pd.read_csv(run_dir / "steps.csv")
-    files = [run_dir / name for name in ("config.yaml", "steps.csv", "summary.json", "diagnosis.json",
+    files = [run_dir / name for name in ("config.yaml", "steps.csv", "summary.json", "environment.json",
+                                         "diagnosis.json",
                                          "pipeline_ops.csv", "queues.csv", "timeline_steps.csv",
                                          "trace.json")]
     diagnosis = read_json(run_dir / "diagnosis.json")

@@ -54,6 +54,26 @@ def test_every_arm_has_its_config_steps_and_summary(study):
     assert base["num_parallel_workers"]["effective"] == 1
 
 
+def test_every_run_records_its_environment_and_the_report_lists_it(study):
+    from perfstudy.provenance import git_state
+
+    for arm in ("baseline", "tuned"):
+        run = study / "runs" / "seed_case" / arm
+        env = json.loads((run / "environment.json").read_text())
+        assert any(line.startswith("mindspore==") for line in env["pip_freeze"])
+        assert env["mindspore_build"]["version"] == "2.10.0" and env["mindspore_build"]["commit"]
+        assert env["cpu_count"] >= 1 and env["cpu_model"] and env["python"] and env["os"]
+        summary = json.loads((run / "summary.json").read_text())
+        assert summary["git_sha"] == git_state()["git_sha"]
+        assert isinstance(summary["git_dirty"], bool)
+        assert len(summary["config_hash"]) >= 12 and len(summary["dataset_sha256"]) == 64
+    md = (study / "report" / "seed_case" / "report.md").read_text()
+    footer = md.split("Provenance: ", 1)[1]
+    assert summary["git_sha"] in footer and summary["dataset_sha256"][:16] in footer
+    assert f"tuned {summary['config_hash']}" in footer
+    assert "MindSpore 2.10.0 (commit " in footer and "CPUs" in footer
+
+
 def test_report_has_published_and_measured_numbers_and_figures(study):
     report = study / "report" / "seed_case"
     table = pd.read_csv(report / "comparison.csv")
@@ -117,8 +137,8 @@ def test_mlflow_holds_one_parent_and_one_child_per_arm(study):
         assert "steady_step_ms" in child.data.metrics
         assert len(client.get_metric_history(child.info.run_id, "step/gap_ms")) == 13
         artifacts = {a.path for a in client.list_artifacts(child.info.run_id)}
-        assert {"config.yaml", "steps.csv", "summary.json", "diagnosis.json", "trace.json",
-                "pipeline_ops.csv", "queues.csv", "profile"} <= artifacts
+        assert {"config.yaml", "steps.csv", "summary.json", "environment.json", "diagnosis.json",
+                "trace.json", "pipeline_ops.csv", "queues.csv", "profile"} <= artifacts
         assert any(a.endswith(".log") for a in artifacts)
         assert child.data.tags["perfstudy.verdict"].endswith("-bound")
         assert child.data.tags["perfstudy.input_bound"] in {"highly", "moderately", "not"}

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import os
 import platform
+import re
 import subprocess
+import sys
 from importlib import metadata
 from pathlib import Path
 
@@ -36,8 +38,74 @@ def cpu_model() -> str:
     return platform.processor() or "unknown"
 
 
+def mindspore_build() -> dict[str, object]:
+    """MindSpore's version and the commit it was built from (its package's .commit_id)."""
+    try:
+        import mindspore
+    except ImportError:
+        return {"version": None, "commit": None}
+    commit_file = Path(mindspore.__file__).parent / ".commit_id"
+    commit = None
+    if commit_file.is_file():
+        text = commit_file.read_text().strip()  # __commit_id__ = '[sha1]:2d550373,[branch]:(...)'
+        found = re.search(r"\[sha1\]:([0-9a-fA-F]+)", text)
+        commit = found.group(1) if found else text
+    return {"version": mindspore.__version__, "commit": commit,
+            "package": str(Path(mindspore.__file__).parent)}
+
+
+def pip_freeze() -> list[str]:
+    """Every installed distribution as name==version, sorted (pip freeze without pip)."""
+    found = {}
+    for dist in metadata.distributions():
+        name = dist.metadata["Name"]
+        if name:
+            found[name.lower()] = f"{name}=={dist.version}"
+    return [found[key] for key in sorted(found)]
+
+
+def cpu_flags() -> list[str]:
+    """The SIMD extensions the CPU reports (oneDNN's kernel choice depends on them)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("flags"):
+                flags = line.split(":", 1)[1].split()
+                return sorted(f for f in flags if f.startswith(("avx", "sse4", "amx", "fma")))
+    except OSError:
+        pass
+    return []
+
+
+def memory_gib() -> float | None:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                return round(int(line.split()[1]) / 2**20, 1)
+    except OSError:
+        pass
+    return None
+
+
+def full_environment() -> dict[str, object]:
+    """environment.json of a run: the short facts plus every package, MindSpore's build,
+    the CPU's SIMD flags, memory and the interpreter (an artifact of every MLflow run)."""
+    uname = platform.uname()
+    return {
+        **environment(),
+        "mindspore_build": mindspore_build(),
+        "python_implementation": platform.python_implementation(),
+        "python_executable": sys.executable,
+        "python_prefix": sys.prefix,
+        "kernel": f"{uname.system} {uname.release} {uname.machine}",
+        "libc": " ".join(platform.libc_ver()),
+        "cpu_flags": cpu_flags(),
+        "memory_gib": memory_gib(),
+        "pip_freeze": pip_freeze(),
+    }
+
+
 def environment() -> dict[str, object]:
-    """Machine and software facts recorded with every run."""
+    """Machine and software facts recorded with every run (summary.json)."""
     versions = {}
     for name in KEY_PACKAGES:
         try:

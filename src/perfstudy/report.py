@@ -351,11 +351,21 @@ def _floor_table(arms: list[Arm]) -> pd.DataFrame:
 
 
 def _provenance(arms: list[Arm]) -> str:
+    """The footer: what every number above was made with (summary.json of each arm)."""
     s = arms[0].summary
-    packages = ", ".join(f"{k} {v}" for k, v in s["environment"]["packages"].items())
-    return (f"git {s['git_sha']}{' (dirty)' if s.get('git_dirty') else ''}; dataset sha256 "
-            f"{s['dataset_sha256'][:16]}; Python {s['environment']['python']} on "
-            f"{s['environment']['os']}; {packages}.")
+    env = s["environment"]
+    shas = sorted({(a.summary["git_sha"], bool(a.summary.get("git_dirty"))) for a in arms})
+    code = "; ".join(f"git {sha}{' (dirty: uncommitted changes)' if dirty else ''}"
+                     for sha, dirty in shas)
+    datasets = ", ".join(sorted({a.summary["dataset_sha256"][:16] for a in arms}))
+    configs = ", ".join(f"{a.name} {a.summary['config_hash']}" for a in arms)
+    mindspore = s["mindspore_version"] + (f" (commit {s['mindspore_commit']})"
+                                          if s.get("mindspore_commit") else "")
+    packages = ", ".join(f"{k} {v}" for k, v in env["packages"].items() if k != "mindspore")
+    return (f"{code}; config hash {configs}; dataset sha256 {datasets}; {env['cpu_model']} x"
+            f"{env.get('usable_cpus') or env['cpu_count']} CPUs, {env['os']}, Python "
+            f"{env['python']}; MindSpore {mindspore}; {packages}. Every run's full environment "
+            "(all packages, CPU flags, memory) is its environment.json, also in MLflow.")
 
 
 def build(study: str, arms: list[Arm], out_dir: str | Path) -> dict[str, Path]:

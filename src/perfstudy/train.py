@@ -26,7 +26,7 @@ from perfstudy import pipeline, steptrace
 from perfstudy.io import check_writable, write_csv, write_json
 from perfstudy.model import create_loss, create_model, create_optimizer
 from perfstudy.profiling import RunProfiler, extra_steps
-from perfstudy.provenance import environment, git_state
+from perfstudy.provenance import environment, full_environment, git_state, mindspore_build
 
 log = logging.getLogger(__name__)
 
@@ -257,7 +257,8 @@ def run(cfg, manifest_path: str | Path | None = None) -> dict[str, Any]:
         first_phase="startup" if compile_s is not None else "compile",
         min_measured_steps=cfg.trainer.min_measured_steps)
     extra_frame = all_steps.iloc[cfg.trainer.steps:].copy()
-    extra_frame["phase"] = ["profile_startup"] + ["profiled"] * (len(extra_frame) - 1)
+    if len(extra_frame):  # profiler=off or placement=inline: no extra steps (and no empty row)
+        extra_frame["phase"] = ["profile_startup"] + ["profiled"] * (len(extra_frame) - 1)
     profiled = extra_frame[extra_frame["phase"] == "profiled"]
     frame = pd.concat([frame, extra_frame], ignore_index=True) if len(extra_frame) else frame
     stats = steptrace.summarize(frame, cfg.pipeline.batch_size, cfg.trainer.min_measured_steps)
@@ -282,12 +283,14 @@ def run(cfg, manifest_path: str | Path | None = None) -> dict[str, Any]:
                                                  "total_bytes")},
         **git_state(),
         "mindspore_version": ms.__version__,
+        "mindspore_commit": mindspore_build()["commit"],
         "device_target": cfg.trainer.device_target,
         "mode": cfg.trainer.mode,
         "environment": environment(),
         "profile": profile_meta,
         "profiled_window": steptrace.window_stats(profiled, cfg.pipeline.batch_size),
     }
+    write_json(run_dir / "environment.json", full_environment())
     write_csv(run_dir / "steps.csv", frame)
     write_json(run_dir / "summary.json", summary)
     log.info("steady step %.0f ms, gap share %.0f %%, %.1f img/s over %d measured steps "
