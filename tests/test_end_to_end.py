@@ -92,7 +92,10 @@ def test_report_has_published_and_measured_numbers_and_figures(study):
     assert "## Step trace: op timeline vs host timers" in md
     assert "Map #2 [RandomCropDecodeResize" in md  # operators named as a user knows them
     html = (report / "report.html").read_text()
-    assert html.count("data:image/png;base64,") == 5
+    assert html.count("data:image/png;base64,") == 6  # + the scaling figure (1 and 2 workers ran)
+    assert (report / "figures" / "scaling.png").read_bytes()[:4] == b"\x89PNG"
+    assert "## What-if advisor: predicted from one profiled run" in md
+    assert "| baseline | 1 |" in md  # predicted against measured, per arm
 
 
 def test_every_arm_is_profiled_and_diagnosed(study):
@@ -145,6 +148,9 @@ def test_mlflow_holds_one_parent_and_one_child_per_arm(study):
         assert "perfstudy.culprit" in child.data.tags
         assert "pipeline/op2_Map/queue_usage" in child.data.metrics
         assert "pipeline/op2_Map/cpu_pct" in child.data.metrics
+        assert int(child.data.tags["perfstudy.advisor_workers"]) >= 1
+        curve = client.get_metric_history(child.info.run_id, "advisor/predicted_step_ms")
+        assert sorted(m.step for m in curve) == list(range(1, len(curve) + 1))  # step = workers
         assert len(client.get_metric_history(child.info.run_id, "queue/op2_Map_size")) >= 3
         recorded = json.loads((study / "runs/seed_case" / child.data.tags["perfstudy.arm"]
                                / "mlflow_run.json").read_text())

@@ -25,12 +25,15 @@ from typing import Any
 
 import pandas as pd
 
+from perfstudy.advisor import advise
+
 HIGHLY_INPUT_BOUND = 0.20
 MODERATELY_INPUT_BOUND = 0.05
 WELL_FILLED = 0.50
 NEAR_EMPTY = 0.10
 HOST_BUSY = 90.0
 NEAR_CPU_FLOOR = 1.15
+ADVISOR_INPUTS = {"compute_wall_ms", "compute_cpu_ms", "pipeline_wall_ms", "pipeline_cpu_ms"}
 CPU_BUSY_WORKER = 50.0  # % of a core per worker above which an operator computes, not waits
 
 
@@ -158,6 +161,7 @@ def diagnose(summary: dict[str, Any], steps: pd.DataFrame, ops: pd.DataFrame | N
     culprit = find_culprit(ops) if band != "not" else None
     cpu = _cpu_state(summary, host, ops)
     rec = recommend(summary, culprit, cpu, compute_ms, band)
+    advice = advise(summary, ops) if ADVISOR_INPUTS <= set(summary.get("calibration", {})) else None
     share = 100 * summary["gap_share"]
     if band == "not":
         bound = "cpu" if cpu["near_cpu_floor"] else "compute"
@@ -183,6 +187,7 @@ def diagnose(summary: dict[str, Any], steps: pd.DataFrame, ops: pd.DataFrame | N
         "culprit": culprit, "cpu": cpu, "recommendation": rec, "compute_ms": compute_ms,
         "iterator_wait": iterator or {}, "cross_check": cross or {},
         "profiled": ops is not None, "profiler_effect": profiler_effect(summary),
+        "advisor": advice,
     }
 
 

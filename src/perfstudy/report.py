@@ -14,6 +14,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from perfstudy import scaling  # noqa: E402
 from perfstudy.diagnosis import input_bound_band  # noqa: E402
 from perfstudy.io import read_json, read_table, write_csv, write_text_atomic  # noqa: E402
 
@@ -259,6 +260,10 @@ def _cross_check_lines(arms: list[Arm]) -> list[str]:
     return lines
 
 
+def _or_none(frame: pd.DataFrame) -> pd.DataFrame | None:
+    return None if frame.empty else frame
+
+
 def _md_table(frame: pd.DataFrame) -> str:
     head = "| " + " | ".join(frame.columns) + " |"
     rule = "|" + "---|" * len(frame.columns)
@@ -380,6 +385,7 @@ def build(study: str, arms: list[Arm], out_dir: str | Path) -> dict[str, Path]:
     paths["fig_published"] = figure_published(table, figures / "published_vs_measured.png")
     for arm in arms:
         paths[f"fig_queues_{arm.name}"] = figure_queues(arm, figures / f"queues_{arm.name}.png")
+    scaling_fig = scaling.figure_scaling(arms, figures / "scaling.png")
     baseline = next((a for a in arms if a.name == "baseline"), None)
     verdicts = []
     for arm in arms:
@@ -398,6 +404,8 @@ def build(study: str, arms: list[Arm], out_dir: str | Path) -> dict[str, Path]:
     sections = [
         ("Verdicts", verdicts),
         ("Diagnosis, side by side", _diagnosis_table(arms)),
+        ("What-if advisor: predicted from one profiled run", scaling.advisor_lines(arms) or None),
+        ("Predicted against measured, by worker count", _or_none(scaling.whatif_table(arms))),
         ("Pipeline operators over the profiled steps", _ops_table(arms)),
         ("Step trace: op timeline vs host timers, and the profiler's own effect",
          _cross_check_lines(arms)),
@@ -419,10 +427,15 @@ def build(study: str, arms: list[Arm], out_dir: str | Path) -> dict[str, Path]:
     figs = [("Step breakdown", paths["fig_breakdown"]), ("Step time", paths["fig_steps"]),
             ("Published vs measured", paths["fig_published"])]
     figs += [(f"Data queues: {a.name}", paths[f"fig_queues_{a.name}"]) for a in arms]
+    if scaling_fig is not None:
+        paths["fig_scaling"] = scaling_fig
+        figs.append(("Step time against map workers, predicted and measured", scaling_fig))
     md = [f"# Study `{study}`: ResNet50 input-pipeline tuning", "", notes, ""]
     body = [f"<h1>Study <code>{html.escape(study)}</code>: ResNet50 input-pipeline tuning</h1>",
             f"<p>{html.escape(notes)}</p>"]
     for title, content in sections:
+        if content is None:
+            continue  # an optional section with nothing to say (no advisor without a calibration)
         md += [f"## {title}", ""]
         body.append(f"<h2>{html.escape(title)}</h2>")
         if isinstance(content, list):

@@ -280,6 +280,13 @@ def diagnosis_metrics(diagnosis: dict[str, Any], ops: pd.DataFrame | None,
             "timeline_step_rel_diff": diagnosis["cross_check"].get("step_ms_median_rel_diff")}
     metrics += [Metric(f"diagnosis/{k}", float(v), stamp_ms, 0) for k, v in flat.items()
                 if v is not None]
+    advice = diagnosis.get("advisor")
+    if advice:  # the what-if curve as a history: step = worker count (MLflow plots it)
+        metrics += [Metric("advisor/predicted_step_ms", float(row["step_ms"]), stamp_ms,
+                           int(row["workers"])) for row in advice["predictions"]]
+        metrics += [Metric("advisor/recommended_workers", float(advice["recommended_workers"]), stamp_ms, 0),
+                    Metric("advisor/predicted_best_ms", float(advice["predicted_best_ms"]), stamp_ms, 0),
+                    Metric("advisor/own_setting_error", float(advice["now_error"]), stamp_ms, 0)]
     return metrics
 
 
@@ -293,6 +300,9 @@ def diagnosis_tags(diagnosis: dict[str, Any]) -> dict[str, str]:
         f"{TAG}recommendation": diagnosis["recommendation"]["sentence"],
         f"{TAG}headline": diagnosis["headline"],
         f"{TAG}timeline_agrees": str(diagnosis["cross_check"].get("agrees")),
+        **({f"{TAG}advisor": diagnosis["advisor"]["sentence"],
+            f"{TAG}advisor_workers": str(diagnosis["advisor"]["recommended_workers"])}
+           if diagnosis.get("advisor") else {}),
     }
 
 

@@ -1,0 +1,136 @@
+"""The report's what-if part: the advisor's predictions set against the arms that ran them.
+
+Every arm is a measured point (its effective map workers, its steady step); the advisor of
+the source arm (the baseline when it was profiled) predicts every point. In a worker sweep
+this is the scaling curve, predicted against measured, with the error stated whatever it is.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
+
+from perfstudy.advisor import predict  # noqa: E402
+
+TARGET = 0.10  # the recommended setting's measured step should be within 10 % of the best
+
+
+def source_arm(arms: list) -> Any | None:
+    """The arm whose advisor speaks for the study: the baseline, else the first advised one."""
+    advised = [a for a in arms if (a.diagnosis or {}).get("advisor")]
+    return next((a for a in advised if a.name == "baseline"), advised[0] if advised else None)
+
+
+def _workers(arm) -> int:
+    return int(arm.summary["num_parallel_workers"]["effective"])
+
+
+def whatif_table(arms: list) -> pd.DataFrame:
+    """Per arm: workers, measured and predicted steady step, error; then predicted-only rows."""
+    source = source_arm(arms)
+    if source is None:
+        return pd.DataFrame()
+    advice = source.diagnosis["advisor"]
+    rows = []
+    for arm in arms:
+        if arm.summary.get("autotune"):
+            continue  # AutoTune changes workers during the run: no single count to predict
+        predicted = predict(advice, _workers(arm))
+        measured = arm.summary["steady_step_ms"]
+        rows.append({"arm": arm.name, "map workers": _workers(arm),
+                     "measured step (ms)": round(measured),
+                     "predicted step (ms)": round(predicted["step_ms"]),
+                     "error": f"{100 * (predicted['step_ms'] - measured) / measured:+.1f} %",
+                     "predicted pace": predicted["binding"]})
+    ran = {_workers(a) for a in arms}
+    for row in advice["predictions"]:
+        if row["workers"] not in ran:
+            rows.append({"arm": "(not run)", "map workers": row["workers"], "measured step (ms)": "",
+                         "predicted step (ms)": round(row["step_ms"]), "error": "",
+                         "predicted pace": row["binding"]})
+    return pd.DataFrame(rows)
+
+
+def pick_check(arms: list) -> dict[str, Any] | None:
+    """The advisor's pick against the best measured arm (None without an advisor)."""
+    source = source_arm(arms)
+    if source is None:
+        return None
+    advice = source.diagnosis["advisor"]
+    fixed = [a for a in arms if not a.summary.get("autotune")]
+    best = min(fixed, key=lambda a: a.summary["steady_step_ms"])
+    picked = [a for a in fixed if _workers(a) == advice["recommended_workers"]]
+    result = {"source": source.name, "recommended_workers": advice["recommended_workers"],
+              "best_arm": best.name, "best_workers": _workers(best),
+              "best_step_ms": best.summary["steady_step_ms"]}
+    if picked:
+        step = min(a.summary["steady_step_ms"] for a in picked)
+        result.update(picked_step_ms=step, picked_vs_best=step / best.summary["steady_step_ms"] - 1,
+                      within_target=step <= best.summary["steady_step_ms"] * (1 + TARGET))
+    return result
+
+
+def advisor_lines(arms: list) -> list[str]:
+    """Each arm's advisor sentence, then the pick checked against what was measured."""
+    lines = [f"{a.name}: {a.diagnosis['advisor']['sentence']}" for a in arms
+             if (a.diagnosis or {}).get("advisor")]
+    check = pick_check(arms)
+    if check is None:
+        return lines
+    head = (f"The advisor (from {check['source']}) picks {check['recommended_workers']} map "
+            f"worker(s); the fastest arm measured is {check['best_arm']} "
+            f"({check['best_workers']} workers, {check['best_step_ms']:.0f} ms)")
+    if "picked_step_ms" in check:
+        head += (f"; the pick measured {check['picked_step_ms']:.0f} ms, "
+                 f"{100 * check['picked_vs_best']:+.1f} % against the best "
+                 f"({'within' if check['within_target'] else 'outside'} the 10 % target)")
+    else:
+        head += "; no arm ran the pick, so it is not checked here (run study=sweep)"
+    return lines + [head + "."]
+
+
+def figure_scaling(arms: list, path: Path) -> Path | None:
+    """Steady step (measured points, predicted line) and measured gap share against workers."""
+    source = source_arm(arms)
+    fixed = [a for a in arms if not a.summary.get("autotune")]
+    if source is None or len({_workers(a) for a in fixed}) < 2:
+        return None
+    advice = source.diagnosis["advisor"]
+    counts = sorted({*(_workers(a) for a in fixed), *(r["workers"] for r in advice["predictions"])})
+    fig, ax = plt.subplots(figsize=(6.4, 3.8))
+    ax.plot(counts, [predict(advice, w)["step_ms"] for w in counts], "--", color="#7f7f7f",
+            label=f"predicted from {source.name}")
+    points = sorted(fixed, key=_workers)
+    ax.plot([_workers(a) for a in points], [a.summary["steady_step_ms"] for a in points], "o",
+            color="#1f77b4", label="measured steady step")
+    for arm in points:
+        ax.annotate(arm.name, (_workers(arm), arm.summary["steady_step_ms"]), fontsize=7,
+                    xytext=(4, 4), textcoords="offset points")
+    for arm in arms:
+        if arm.summary.get("autotune"):
+            ax.axhline(arm.summary["steady_step_ms"], color="#2ca02c", linewidth=1,
+                       label=f"{arm.name} (AutoTune)")
+    ax.set_xlabel("map num_parallel_workers (effective)")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_ylabel("steady step (ms)")
+    ax.set_ylim(bottom=0)
+    share = ax.twinx()
+    share.plot([_workers(a) for a in points], [100 * a.summary["gap_share"] for a in points], "s:",
+               color="#d62728", label="measured gap share")
+    share.set_ylabel("gap share (%)", color="#d62728")
+    share.set_ylim(0, 100)
+    handles = ax.get_legend_handles_labels()
+    extra = share.get_legend_handles_labels()
+    ax.legend(handles[0] + extra[0], handles[1] + extra[1], fontsize=7, loc="upper right")
+    ax.set_title("Step time against map workers", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

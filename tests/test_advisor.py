@@ -1,0 +1,116 @@
+"""The what-if advisor: its arithmetic on hand-made rates, and on the real cpu_demo profiles."""
+
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from perfstudy import advisor
+from perfstudy.analysis import analyze_run
+from perfstudy.io import read_json
+
+FIXTURES = Path(__file__).parent / "fixtures" / "cpu_demo"
+
+
+def _summary(cores=2, workers=1, net_wall=500.0, net_cpu=900.0, pipe_wall=3000.0, pipe_cpu=3000.0,
+             steady=3200.0):
+    return {"steady_step_ms": steady,
+            "num_parallel_workers": {"effective": workers, "cpu_count": cores, "requested": workers},
+            "calibration": {"compute_wall_ms": net_wall, "compute_cpu_ms": net_cpu,
+                            "pipeline_wall_ms": pipe_wall, "pipeline_cpu_ms": pipe_cpu}}
+
+
+def _ops(map_cpu_pct, per_worker_pct, workers=1, leaf_pct=1.0):
+    return pd.DataFrame([
+        {"op_id": 1, "op_type": "Batch", "label": "Batch #1", "num_workers": 1, "cpu_pct": 0.0,
+         "cpu_pct_per_worker": 0.0},
+        {"op_id": 2, "op_type": "Map", "label": "Map #2 [Decode]", "num_workers": workers,
+         "cpu_pct": map_cpu_pct, "cpu_pct_per_worker": per_worker_pct},
+        {"op_id": 3, "op_type": "ImageFolder", "label": "ImageFolder #3", "num_workers": 1,
+         "cpu_pct": leaf_pct, "cpu_pct_per_worker": leaf_pct}])
+
+
+def test_a_computing_map_scales_until_the_cores_are_full():
+    # map: 95 % of a core over a 3200 ms step = 3040 CPU-ms per batch; 8 cores
+    advice = advisor.advise(_summary(cores=8), _ops(95.0, 95.0))
+    steps = {row["workers"]: row["step_ms"] for row in advice["predictions"]}
+    assert steps[1] == pytest.approx(3040.0)
+    assert steps[2] == pytest.approx(1520.0)
+    assert steps[4] == pytest.approx(760.0)
+    # the network alone takes 500 ms: beyond 3040/500 ~ 6.1 workers nothing is gained
+    assert steps[8] == pytest.approx(500.0)
+    assert advice["recommended_workers"] == 6  # 3040/6 = 507 ms: within 5 % of the best, 500
+    assert max(steps) == 8  # a computing map stops at the CPU count
+
+
+def test_on_few_cores_the_cpu_floor_binds_and_the_pick_is_the_smallest_near_best():
+    advice = advisor.advise(_summary(cores=2), _ops(95.0, 95.0))
+    rows = {row["workers"]: row for row in advice["predictions"]}
+    floor = (3040.0 + 32.0 + 900.0) / 2  # map + other ops + network CPU-ms over 2 cores
+    assert rows[2]["step_ms"] == pytest.approx(floor)
+    assert rows[2]["binding"] == "cpu"
+    assert advice["recommended_workers"] == 2
+    assert "the CPUs set the pace" in advice["sentence"]
+
+
+def test_a_waiting_map_gets_workers_beyond_the_cpus():
+    # 10 % of a core per worker: it sleeps or reads, 320 CPU-ms but 3200 ms wall per batch
+    advice = advisor.advise(_summary(cores=2), _ops(10.0, 10.0))
+    assert not advice["map_computes"]
+    rows = {row["workers"]: row["step_ms"] for row in advice["predictions"]}
+    assert rows[1] == pytest.approx(3200.0)
+    assert rows[4] == pytest.approx(800.0)
+    assert advice["recommended_workers"] > 2
+    assert "MindSpore caps" in advice["sentence"]
+
+
+def test_without_a_profile_the_calibration_stands_in():
+    advice = advisor.advise(_summary(cores=4, pipe_cpu=2800.0, pipe_wall=2900.0), None)
+    assert advice["source"].startswith("calibration")
+    assert advice["map_cpu_ms_per_batch"] == 2800.0
+
+
+def test_compare_states_the_error_of_every_prediction():
+    advice = advisor.advise(_summary(cores=8), _ops(95.0, 95.0))
+    table = advisor.compare(advice, {1: 3200.0, 2: 1600.0, 12: 520.0})
+    assert list(table["workers"]) == [1, 2, 12]
+    assert table.loc[0, "error"] == pytest.approx((3040 - 3200) / 3200)
+    assert table.loc[2, "predicted_step_ms"] == pytest.approx(500.0)  # predicted beyond the list
+    errors = advisor.error_summary(table)
+    assert errors["max_abs_error"] == pytest.approx(0.05)
+
+
+@pytest.fixture(scope="module")
+def analysed(tmp_path_factory):
+    out = tmp_path_factory.mktemp("advisor")
+    for arm in ("baseline", "tuned"):
+        shutil.copytree(FIXTURES / arm, out / arm)
+        analyze_run(out / arm)
+    return out
+
+
+def test_the_real_baseline_predicts_the_tuned_arm_within_ten_percent(analysed):
+    advice = read_json(analysed / "baseline" / "diagnosis.json")["advisor"]
+    tuned = read_json(analysed / "tuned" / "summary.json")
+    assert advice["source"].startswith("profile: Map #2 [RandomCropDecodeResize")
+    assert advice["recommended_workers"] == 2
+    table = advisor.compare(advice, {2: tuned["steady_step_ms"]})
+    assert abs(table.loc[0, "error"]) < 0.10  # measured: -9.7 % (2700 vs 2991 ms)
+    assert abs(advice["now_error"]) < 0.10  # its own worker count: -4.5 %
+    # both runs' profiles give the same per-batch cost of the map, within 5 %
+    other = read_json(analysed / "tuned" / "diagnosis.json")["advisor"]
+    assert other["map_cpu_ms_per_batch"] == pytest.approx(advice["map_cpu_ms_per_batch"], rel=0.05)
+
+
+def test_the_report_sets_predictions_against_the_arms(analysed, tmp_path):
+    from perfstudy import report
+
+    arms = [report.load_arm(analysed / arm, arm) for arm in ("baseline", "tuned")]
+    paths = report.build("seed_case", arms, tmp_path)
+    md = paths["md"].read_text()
+    assert "| baseline | 1 | 4312 | 4120 | -4.5 % | map |" in md
+    assert "| tuned | 2 | 2991 | 2700 | -9.7 % | cpu |" in md
+    assert ("The advisor (from baseline) picks 2 map worker(s); the fastest arm measured is tuned"
+            in md and "(within the 10 % target)" in md)
+    assert paths["fig_scaling"].read_bytes()[:4] == b"\x89PNG"
