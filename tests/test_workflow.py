@@ -92,3 +92,29 @@ def test_train_by_hand_into_an_unwritable_folder_is_one_sentence():
     last = result.stderr.strip().splitlines()[-1]
     assert last.startswith("error: The output folder /proc/perfstudy-results/runs/adhoc/adhoc cannot be written")
     assert "paths.results=/tmp/perfstudy-results" in last
+
+
+def test_the_sweep_study_fans_out_one_arm_per_worker_count(tmp_path):
+    from perfstudy.provenance import cpu_count
+
+    result = snakemake("-n", "--cores", "2", "--config", "study=sweep", workdir=tmp_path)
+    assert result.returncode == 0, result.stderr
+    out = result.stdout + result.stderr
+    assert any(line.split() == ["train", str(1 + cpu_count())] for line in out.splitlines())
+    assert "runs/sweep/workers_1/steps.csv" in out and "runs/sweep/baseline/steps.csv" in out
+
+
+def test_sweep_arms_are_the_sweeps_overrides_plus_the_value():
+    from perfstudy.config import ConfigError
+    from perfstudy.study import arm_overrides, arm_table
+
+    wf = {"study": "s", "results": "r", "overrides": ["size=smoke"], "studies": {"s": {
+        "arms": {"baseline": ["experiment=baseline"]},
+        "sweep": {"name": "w", "key": "pipeline.num_parallel_workers", "values": [1, 4, 16],
+                  "overrides": ["experiment=tuned"]}}}}
+    assert list(arm_table(wf)) == ["baseline", "w_1", "w_4", "w_16"]
+    assert arm_overrides(wf, "s", "w_4")[:3] == ["experiment=tuned", "pipeline.num_parallel_workers=4",
+                                                 "size=smoke"]
+    wf["studies"]["s"]["arms"]["w_4"] = ["experiment=tuned"]
+    with pytest.raises(ConfigError, match="also written under `arms:`"):
+        arm_table(wf)

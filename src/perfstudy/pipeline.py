@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import logging
 import math
-import os
 from dataclasses import dataclass
 from typing import Optional
 
 import mindspore.dataset as ds
 from mindspore.dataset import vision
 
+from perfstudy.provenance import cpu_count
 from perfstudy.transforms import load_transform
 
 log = logging.getLogger(__name__)
@@ -44,14 +44,6 @@ class Workers:
                 "global_default": self.global_default,
                 "mindspore_default": self.mindspore_default,
                 "cpu_count": self.cpu_count, "clamped": self.clamped}
-
-
-def cpu_count() -> int:
-    """CPUs this process may use (respects affinity masks, e.g. under Snakemake/SLURM)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - non-Linux
-        return os.cpu_count() or 1
 
 
 _MINDSPORE_DEFAULT = ds.config.get_num_parallel_workers()

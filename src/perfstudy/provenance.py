@@ -14,6 +14,14 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 KEY_PACKAGES = ("mindspore", "snakemake", "mlflow", "pandas", "hydra-core", "numpy", "pillow")
 
 
+def cpu_count() -> int:
+    """CPUs this process may use (respects affinity masks, e.g. under Snakemake/SLURM)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - non-Linux
+        return os.cpu_count() or 1
+
+
 def git_state(repo: Path = REPO_ROOT) -> dict[str, object]:
     """Commit sha of the code and whether the work tree had uncommitted changes."""
     def _git(*args: str) -> str:

@@ -13,6 +13,7 @@ from omegaconf import DictConfig
 
 from perfstudy.config import ConfigError, compose_run_config
 from perfstudy.data import MANIFEST, dataset_dir
+from perfstudy.provenance import cpu_count
 
 
 def study_spec(wf_config: dict[str, Any], study: str | None = None) -> dict[str, Any]:
@@ -23,19 +24,43 @@ def study_spec(wf_config: dict[str, Any], study: str | None = None) -> dict[str,
         raise ConfigError(f"Unknown study {study!r} in workflow/config.yaml; use one of "
                           f"{', '.join(sorted(studies))} (or add it under `studies:`).")
     spec = studies[study]
-    if not spec.get("arms"):
-        raise ConfigError(f"Study {study!r} has no arms in workflow/config.yaml; add at least one.")
+    if not spec.get("arms") and not spec.get("sweep"):
+        raise ConfigError(f"Study {study!r} has no arms in workflow/config.yaml; add at least one "
+                          "under `arms:` or a `sweep:`.")
     return spec
 
 
+def sweep_values(values: Any) -> list[int]:
+    """A sweep's values: a list as written, or "cpus" = 1..the CPUs this process may use."""
+    if values == "cpus":
+        return list(range(1, cpu_count() + 1))
+    return list(values)
+
+
+def arm_table(wf_config: dict[str, Any], study: str | None = None) -> dict[str, list[str]]:
+    """Arm name -> its Hydra overrides: the written arms, then one per sweep value
+    (`<name>_<value>`: the sweep's overrides plus key=value)."""
+    spec = study_spec(wf_config, study)
+    arms = dict(spec.get("arms") or {})
+    sweep = spec.get("sweep")
+    if sweep:
+        for value in sweep_values(sweep.get("values", "cpus")):
+            name = f"{sweep.get('name', 'workers')}_{value}"
+            if name in arms:
+                raise ConfigError(f"Study {study or wf_config['study']!r}: the sweep's arm {name!r} "
+                                  "is also written under `arms:`; rename one of them.")
+            arms[name] = [*sweep.get("overrides", []), f"{sweep['key']}={value}"]
+    return arms
+
+
 def arm_names(wf_config: dict[str, Any], study: str | None = None) -> list[str]:
-    """Arms of the study, in the order written."""
-    return list(study_spec(wf_config, study)["arms"])
+    """Arms of the study: those written, in order, then the sweep's."""
+    return list(arm_table(wf_config, study))
 
 
 def arm_overrides(wf_config: dict[str, Any], study: str, arm: str) -> list[str]:
     """Hydra overrides of one arm: its own, the global ones, then study/arm/results."""
-    arms = study_spec(wf_config, study)["arms"]
+    arms = arm_table(wf_config, study)
     if arm not in arms:
         raise ConfigError(f"Unknown arm {arm!r} of study {study!r}; use one of {', '.join(arms)}.")
     return [*arms[arm], *wf_config.get("overrides", []), f"study={study}", f"arm={arm}",
