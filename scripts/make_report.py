@@ -30,9 +30,10 @@ def main() -> None:
         run_dir = Path(args.runs_dir) / name
         arm = report.load_arm(run_dir, name)
         summary = arm.summary
-        if summary.get("study") != args.study or summary.get("arm") != name:
+        run = summary.get("run", summary.get("arm"))
+        if summary.get("study") != args.study or run != name:
             raise UserError(f"{run_dir}/summary.json belongs to study {summary.get('study')!r} "
-                            f"arm {summary.get('arm')!r}, not {args.study!r}/{name!r}; delete "
+                            f"arm {run!r}, not {args.study!r}/{name!r}; delete "
                             "that folder and run snakemake again.")
         composed = config.config_hash(config.load_run_config(run_dir / "config.yaml"))
         if summary.get("config_hash") != composed:

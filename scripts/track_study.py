@@ -24,6 +24,8 @@ def main() -> None:
     parser.add_argument("--study-ids", required=True)
     parser.add_argument("--runs-dir", required=True)
     parser.add_argument("--out", required=True)
+    parser.add_argument("--run-files", nargs="*", default=[],
+                        help="every run's mlflow_run.json (repeats included)")
     args = parser.parse_args()
     setup_logging()
     report_dir = Path(args.report_dir)
@@ -45,9 +47,21 @@ def main() -> None:
             tags[f"perfstudy.culprit.{row.arm}"] = (diagnosis.get("culprit") or {}).get("label", "none")
             tags[f"perfstudy.recommendation.{row.arm}"] = diagnosis["recommendation"]["sentence"]
         arm_runs[row.arm] = read_json(Path(args.runs_dir) / row.arm / "mlflow_run.json")["run_id"]
+    for run_file in args.run_files:  # every run of the study, repeats included
+        arm_runs.setdefault(Path(run_file).parent.name, read_json(run_file)["run_id"])
         steps = pd.read_csv(Path(args.runs_dir) / row.arm / "steps.csv")
         last_end = max(last_end, tracking.run_end_ms(steps))
-    files = [(report_dir / name, None) for name in ("report.html", "report.md", "comparison.csv")]
+    spread = pd.read_csv(report_dir / "repeats.csv")
+    for row in spread.itertuples(index=False):  # the aggregates over each arm's repeats
+        metrics[f"{row.arm}/repeats"] = row.repeats
+        for key in ("steady_step_ms_median", "steady_step_ms_olympic_mean", "steady_step_ms_min",
+                    "steady_step_ms_max", "spread", "speedup_median", "speedup_ci_low",
+                    "speedup_ci_high"):
+            value = getattr(row, key)
+            if value == value:  # NaN (an interval from one repeat) is not logged
+                metrics[f"{row.arm}/{key}"] = value
+    files = [(report_dir / name, None) for name in ("report.html", "report.md", "comparison.csv",
+                                                    "repeats.csv")]
     files += [(png, "figures") for png in sorted((report_dir / "figures").glob("*.png"))]
     with tracking.store_lock(ids["tracking_uri"]):
         tracking.log_study(tracking.client_for(ids["tracking_uri"]), ids["study_run_id"],

@@ -37,7 +37,7 @@ def test_default_is_cpu_demo_and_the_article_arms_differ_only_in_workers():
     assert tuned.pipeline.num_parallel_workers == 12
     flat_base, flat_tuned = flatten(to_container(base)), flatten(to_container(tuned))
     diff = {k for k, v in flat_base.items() if flat_tuned.get(k) != v}
-    assert diff == {"arm", "paths.run_dir", "pipeline.num_parallel_workers"}
+    assert diff == {"arm", "run", "paths.run_dir", "pipeline.num_parallel_workers"}
 
 
 def test_paper_size_is_the_articles_setting():

@@ -163,3 +163,18 @@ def test_sqlite_writers_take_turns(tmp_path):
 def test_a_new_study_run_waits_scheduled_not_running(store):
     client, exp, parent = store
     assert client.get_run(parent).info.status == "SCHEDULED"
+
+
+def test_repeats_of_an_arm_are_separate_child_runs(tmp_path, store):
+    client, exp, parent = store
+    run_dir, steps, summary = _fake_arm(tmp_path, "tuned")
+    first = _log(client, exp, parent, run_dir, steps, summary)
+    second_dir, steps2, summary2 = _fake_arm(tmp_path / "r2", "tuned", step_ms=110.0)
+    summary2.update(run="tuned.r2", repeat=2, seed=11)
+    second = _log(client, exp, parent, second_dir, steps2, summary2)
+    assert second["created"] and second["replaced"] == []
+    runs = {r.data.tags["perfstudy.run"]: r for r in _active_arm_runs(client, exp)}
+    assert set(runs) == {"tuned", "tuned.r2"}
+    assert runs["tuned.r2"].data.tags["perfstudy.repeat"] == "2"
+    assert runs["tuned.r2"].data.tags["seed"] == "11"
+    assert runs["tuned"].info.run_id == first["run_id"]

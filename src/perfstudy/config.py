@@ -145,7 +145,7 @@ class PathsConfig:
 
     results: str = "results"
     data_root: str = "${paths.results}/data"
-    run_dir: str = "${paths.results}/runs/${study}/${arm}"
+    run_dir: str = "${paths.results}/runs/${study}/${run}"
 
 
 @dataclass
@@ -154,6 +154,8 @@ class RunConfig:
 
     study: str = "adhoc"
     arm: str = "adhoc"
+    repeat: int = 1  # k of the study's repeats: trains with seed trainer.seed + k - 1
+    run: str = "${arm}"  # the run's folder name: the arm, or <arm>.r<k> for repeats k >= 2
     size: str = "cpu_demo"
     data: DataConfig = field(default_factory=DataConfig)
     model: ModelConfig = field(default_factory=ModelConfig)
@@ -175,6 +177,7 @@ _CHOICES = {
     "profiler.placement": ("after", "inline"),
 }
 _POSITIVE = (
+    "repeat",
     "data.num_images", "data.num_classes", "data.image_width", "data.image_height",
     "model.num_classes", "pipeline.image_size", "pipeline.batch_size", "trainer.steps",
     "trainer.min_measured_steps", "trainer.log_every", "trainer.calibration_steps",
@@ -315,7 +318,8 @@ def to_container(cfg: DictConfig) -> dict[str, Any]:
 
 # Keys that say where a run writes, not what it computes: left out of the hash so the
 # same experiment in another results folder hashes the same.
-_HASH_EXCLUDED = ("paths", "tracking", "study", "arm")
+# repeat is left out too: all repeats of an arm share its hash (each run records its seed)
+_HASH_EXCLUDED = ("paths", "tracking", "study", "arm", "run", "repeat")
 
 
 def config_hash(cfg: DictConfig) -> str:

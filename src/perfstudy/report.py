@@ -14,7 +14,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from perfstudy import scaling  # noqa: E402
+from perfstudy import repeats, scaling  # noqa: E402
 from perfstudy.diagnosis import input_bound_band  # noqa: E402
 from perfstudy.io import read_json, read_table, write_csv, write_text_atomic  # noqa: E402
 
@@ -373,13 +373,20 @@ def _provenance(arms: list[Arm]) -> str:
             "(all packages, CPU flags, memory) is its environment.json, also in MLflow.")
 
 
-def build(study: str, arms: list[Arm], out_dir: str | Path) -> dict[str, Path]:
-    """Write comparison.csv, figures/*.png, report.md and report.html; return their paths."""
+def build(study: str, runs: list[Arm], out_dir: str | Path) -> dict[str, Path]:
+    """Write comparison.csv, repeats.csv, figures/*.png, report.md and report.html.
+
+    runs: every run of the study; the detailed sections show each arm's first repeat, the
+    repeats section all of them.
+    """
     out = Path(out_dir)
     figures = out / "figures"
     figures.mkdir(parents=True, exist_ok=True)
+    arms = [r for r in runs if r.summary.get("repeat", 1) == 1]
     table = comparison_table(arms)
-    paths = {"comparison": write_csv(out / "comparison.csv", table)}
+    spread = repeats.table(runs)
+    paths = {"comparison": write_csv(out / "comparison.csv", table),
+             "repeats": write_csv(out / "repeats.csv", spread)}
     paths["fig_breakdown"] = figure_breakdown(arms, figures / "step_breakdown.png")
     paths["fig_steps"] = figure_steps(arms, figures / "step_time.png")
     paths["fig_published"] = figure_published(table, figures / "published_vs_measured.png")
@@ -403,6 +410,8 @@ def build(study: str, arms: list[Arm], out_dir: str | Path) -> dict[str, Path]:
                   f"{a.summary['steps_excluded_by_phase']}; {a.summary['drain_rule']}" for a in arms]
     sections = [
         ("Verdicts", verdicts),
+        ("Repeats: spread across seeds, and the speedup's interval",
+         repeats.report_table(spread) if spread["repeats"].max() > 1 else None),
         ("Diagnosis, side by side", _diagnosis_table(arms)),
         ("What-if advisor: predicted from one profiled run", scaling.advisor_lines(arms) or None),
         ("Predicted against measured, by worker count", _or_none(scaling.whatif_table(arms))),

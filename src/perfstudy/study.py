@@ -58,21 +58,50 @@ def arm_names(wf_config: dict[str, Any], study: str | None = None) -> list[str]:
     return list(arm_table(wf_config, study))
 
 
-def arm_overrides(wf_config: dict[str, Any], study: str, arm: str) -> list[str]:
-    """Hydra overrides of one arm: its own, the global ones, then study/arm/results."""
+def repeats(wf_config: dict[str, Any]) -> int:
+    """How many times every arm runs (workflow/config.yaml `repeats`, default 1)."""
+    return int(wf_config.get("repeats", 1) or 1)
+
+
+def run_name(arm: str, repeat: int) -> str:
+    """The folder of repeat k of an arm: the arm's name for the first, <arm>.r<k> after."""
+    return arm if repeat == 1 else f"{arm}.r{repeat}"
+
+
+def run_names(wf_config: dict[str, Any], study: str | None = None) -> list[str]:
+    """Every run of the study: the arms, then the arms again for each further repeat (so a
+    slow drift of the machine touches every arm alike)."""
+    count = repeats(wf_config)
+    return [run_name(arm, k) for k in range(1, count + 1) for arm in arm_names(wf_config, study)]
+
+
+def split_run(wf_config: dict[str, Any], study: str, run: str) -> tuple[str, int]:
+    """(arm, repeat) of a run name; ConfigError names the valid ones."""
     arms = arm_table(wf_config, study)
-    if arm not in arms:
-        raise ConfigError(f"Unknown arm {arm!r} of study {study!r}; use one of {', '.join(arms)}.")
-    return [*arms[arm], *wf_config.get("overrides", []), f"study={study}", f"arm={arm}",
+    if run in arms:
+        return run, 1
+    arm, _, suffix = run.rpartition(".r")
+    if arm in arms and suffix.isdigit() and 2 <= int(suffix) <= repeats(wf_config):
+        return arm, int(suffix)
+    raise ConfigError(f"Unknown arm {run!r} of study {study!r}; use one of {', '.join(arms)}"
+                      + (f" (repeats: <arm>.r2 .. <arm>.r{repeats(wf_config)})"
+                         if repeats(wf_config) > 1 else "") + ".")
+
+
+def arm_overrides(wf_config: dict[str, Any], study: str, run: str) -> list[str]:
+    """Hydra overrides of one run: its arm's, the global ones, then study/arm/repeat/results."""
+    arm, repeat = split_run(wf_config, study, run)
+    return [*arm_table(wf_config, study)[arm], *wf_config.get("overrides", []), f"study={study}",
+            f"arm={arm}", f"repeat={repeat}", f"run={run}",
             f"paths.results={wf_config.get('results', 'results')}"]
 
 
-def compose_arm(wf_config: dict[str, Any], study: str, arm: str) -> DictConfig:
-    """The arm's fully resolved, validated run config."""
+def compose_arm(wf_config: dict[str, Any], study: str, run: str) -> DictConfig:
+    """A run's (an arm's, or one repeat of it) fully resolved, validated config."""
     try:
-        return compose_run_config(arm_overrides(wf_config, study, arm))
+        return compose_run_config(arm_overrides(wf_config, study, run))
     except ConfigError as exc:
-        raise ConfigError(f"Study {study!r}, arm {arm!r}: {exc}") from None
+        raise ConfigError(f"Study {study!r}, arm {run!r}: {exc}") from None
 
 
 def manifest_path(cfg: DictConfig) -> Path:

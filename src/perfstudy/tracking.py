@@ -234,6 +234,9 @@ def arm_tags(summary: dict[str, Any], study: str, arm: str, instance: str) -> di
         f"{TAG}arm": arm,
         f"{TAG}role": "arm",
         f"{TAG}instance": instance,
+        f"{TAG}run": summary.get("run", arm),
+        f"{TAG}repeat": str(summary.get("repeat", 1)),
+        "seed": str(summary.get("seed")),
         "git_sha": str(summary.get("git_sha")),
         "git_dirty": str(summary.get("git_dirty")),
         "config_hash": str(summary.get("config_hash")),
@@ -316,8 +319,10 @@ def log_arm(client, experiment_id: str, parent_run_id: str, *, study: str, arm: 
     artifact_dirs: artifact path -> local folder, logged whole (e.g. the raw profile).
     """
     tags = {**arm_tags(summary, study, arm, instance), **(extra_tags or {})}
-    existing = _find_runs(client, experiment_id, {f"{TAG}study": study, f"{TAG}arm": arm,
-                                                  f"{TAG}role": "arm", f"{TAG}instance": instance})
+    run_name = tags[f"{TAG}run"]  # an arm's repeats are separate runs, found by their run name
+    existing = [r for r in _find_runs(client, experiment_id, {f"{TAG}study": study, f"{TAG}arm": arm,
+                                                              f"{TAG}role": "arm", f"{TAG}instance": instance})
+                if r.data.tags.get(f"{TAG}run", arm) == run_name]
     same = [r for r in existing if r.data.tags.get(f"{TAG}results") == results_fingerprint]
     keep = same[0].info.run_id if same else None
     stale = [r for r in existing if r.info.run_id != keep]
@@ -328,7 +333,7 @@ def log_arm(client, experiment_id: str, parent_run_id: str, *, study: str, arm: 
     if same:
         run_id = same[0].info.run_id
     else:
-        run_id = client.create_run(experiment_id, run_name=arm, tags={
+        run_id = client.create_run(experiment_id, run_name=run_name, tags={
             **tags, "mlflow.parentRunId": parent_run_id, f"{TAG}results": results_fingerprint,
             **({f"{TAG}replaces": ",".join(replaced)} if replaced else {})}).info.run_id
     client.update_run(run_id, status="RUNNING")

@@ -28,6 +28,7 @@ from perfstudy.model import create_loss, create_model, create_optimizer
 from perfstudy.profiling import RunProfiler, extra_steps
 from perfstudy.provenance import environment, full_environment, git_state, mindspore_build
 
+REPEAT_SEED_STRIDE = 10
 log = logging.getLogger(__name__)
 
 
@@ -96,7 +97,7 @@ def _setup_mindspore(cfg) -> None:
             f"install ({reason.split('. ')[0].rstrip('.')}); use trainer.device_target=CPU or "
             f"install MindSpore's {cfg.trainer.device_target} build.") from None
     ms.set_context(mode=ms.GRAPH_MODE if cfg.trainer.mode == "graph" else ms.PYNATIVE_MODE)
-    ms.set_seed(cfg.trainer.seed)
+    ms.set_seed(run_seed(cfg))
 
 
 def _wait(outputs) -> None:
@@ -172,6 +173,12 @@ def train_loop(step: TrainStep, dataset, steps: int, batch_size: int, log_every:
     return records, batch
 
 
+def run_seed(cfg) -> int:
+    """The seed of this run: trainer.seed for the first repeat, +10 per further repeat (the
+    run derives seed, +1 and +2 for its pipelines, so repeats never share a stream)."""
+    return cfg.trainer.seed + REPEAT_SEED_STRIDE * (cfg.repeat - 1)
+
+
 def calibrate(step: TrainStep, batch, cfg, workers: pipeline.Workers, root: str) -> dict[str, float]:
     """Cost of each side alone: the network on a batch in hand, the pipeline with no network.
 
@@ -185,7 +192,7 @@ def calibrate(step: TrainStep, batch, cfg, workers: pipeline.Workers, root: str)
     compute_cpu = (time.process_time() - cpu) / count
     batches = cfg.trainer.calibration_batches
     dataset = pipeline.create_train_dataset(root, cfg.pipeline, batches + 1,
-                                            cfg.trainer.seed + 1, workers)
+                                            run_seed(cfg) + 1, workers)
     iterator = dataset.create_tuple_iterator(num_epochs=1)
     try:
         next(iterator)  # the first batch pays for start-up; time the steady ones
@@ -232,7 +239,7 @@ def run(cfg, manifest_path: str | Path | None = None) -> dict[str, Any]:
     if inline:
         profiler.begin()  # dataset profiling must be initialised before the pipeline is launched
     dataset = pipeline.create_train_dataset(manifest["root"], cfg.pipeline,
-                                            cfg.trainer.steps + surplus, cfg.trainer.seed, workers)
+                                            cfg.trainer.steps + surplus, run_seed(cfg), workers)
     started = time.time()
     records, last_batch = train_loop(train_step, dataset, cfg.trainer.steps, cfg.pipeline.batch_size,
                                      cfg.trainer.log_every, profiler if inline else None)
@@ -244,7 +251,7 @@ def run(cfg, manifest_path: str | Path | None = None) -> dict[str, Any]:
             log.info("profiling %d more steps on a fresh pipeline (the measured steps ran without "
                      "any profiler)", extra - 1)
             profiled_data = pipeline.create_train_dataset(
-                manifest["root"], cfg.pipeline, extra + surplus, cfg.trainer.seed + 2, workers)
+                manifest["root"], cfg.pipeline, extra + surplus, run_seed(cfg) + 2, workers)
             more, last_batch = train_loop(train_step, profiled_data, extra, cfg.pipeline.batch_size,
                                           cfg.trainer.log_every, profiler, first_index=cfg.trainer.steps)
             records += more
@@ -266,6 +273,9 @@ def run(cfg, manifest_path: str | Path | None = None) -> dict[str, Any]:
     summary = {
         "study": cfg.study,
         "arm": cfg.arm,
+        "run": cfg.run,
+        "repeat": cfg.repeat,
+        "seed": run_seed(cfg),
         "size": cfg.size,
         **stats,
         "drain_rule": drain_rule,

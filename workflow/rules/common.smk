@@ -8,7 +8,7 @@ from snakemake.exceptions import WorkflowError
 from snakemake.settings.types import DeploymentMethod
 
 from perfstudy.config import ConfigError, to_container
-from perfstudy.study import arm_names, arm_overrides, compose_arm, manifest_path
+from perfstudy.study import arm_overrides, compose_arm, manifest_path, run_names
 
 RESULTS = config["results"]
 STUDY = config["study"]
@@ -19,7 +19,7 @@ PYTHON = ("python" if DeploymentMethod.CONDA in workflow.deployment_settings.dep
           else sys.executable)
 
 try:
-    ARMS = arm_names(config, STUDY)
+    ARMS = run_names(config, STUDY)  # every run: each arm, and its repeats <arm>.r<k>
     ARM_CONFIGS = {arm: compose_arm(config, STUDY, arm) for arm in ARMS}
 except ConfigError as exc:
     raise WorkflowError(str(exc)) from None

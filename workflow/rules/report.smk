@@ -9,6 +9,7 @@ rule make_report:
         html=report(f"{RESULTS}/report/{{study}}/report.html",
                     caption="../report/report.rst", category="Study report"),
         markdown=f"{RESULTS}/report/{{study}}/report.md",
+        repeats=f"{RESULTS}/report/{{study}}/repeats.csv",
         comparison=report(f"{RESULTS}/report/{{study}}/comparison.csv",
                           caption="../report/comparison.rst", category="Study report"),
         breakdown=report(f"{RESULTS}/report/{{study}}/figures/step_breakdown.png",

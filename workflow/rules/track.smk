@@ -74,4 +74,5 @@ rule track_study:
         "../envs/perfstudy.yaml"
     shell:
         "{params.python} {params.script} --report-dir {params.report_dir} "
-        "--study-ids {input.study_ids} --out {output} --runs-dir {params.runs_dir} 2> {log}"
+        "--study-ids {input.study_ids} --out {output} --runs-dir {params.runs_dir} "
+        "--run-files {input.arm_runs} 2> {log}"

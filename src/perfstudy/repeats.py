@@ -1,0 +1,87 @@
+"""Repeats of every arm (workflow/config.yaml `repeats`): spread across seeds and the speedup's interval.
+
+Per arm, over its repeats' steady steps: median, olympic mean (the fastest and the slowest
+dropped, as MLPerf and DESIGN.md do, from 3 repeats on), min, max and the relative spread.
+The speedup of each arm over the baseline is the ratio of medians, with a percentile
+bootstrap interval (repeats of each arm resampled independently; fixed seed, so the same
+results give the same report).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+BOOTSTRAP_SAMPLES = 10_000
+CONFIDENCE = 0.95
+SEED = 20221026  # fixed: the interval is part of the report, it must not change on a rebuild
+
+
+def olympic_mean(values: list[float]) -> float:
+    """Mean without the fastest and the slowest (plain mean below 3 values)."""
+    ordered = sorted(values)
+    return float(np.mean(ordered[1:-1] if len(ordered) >= 3 else ordered))
+
+
+def speedup_interval(baseline: list[float], arm: list[float],
+                     samples: int = BOOTSTRAP_SAMPLES) -> tuple[float, float]:
+    """Percentile bootstrap interval of median(baseline) / median(arm); NaNs below 2 repeats."""
+    if len(baseline) < 2 or len(arm) < 2:
+        return float("nan"), float("nan")
+    rng = np.random.default_rng(SEED)
+    base = rng.choice(np.asarray(baseline), size=(samples, len(baseline)), replace=True)
+    other = rng.choice(np.asarray(arm), size=(samples, len(arm)), replace=True)
+    ratios = np.median(base, axis=1) / np.median(other, axis=1)
+    tail = (1 - CONFIDENCE) / 2
+    low, high = np.quantile(ratios, [tail, 1 - tail])
+    return float(low), float(high)
+
+
+def by_arm(runs: list) -> dict[str, list]:
+    """Runs grouped by their arm, in the order the arms first appear."""
+    groups: dict[str, list] = {}
+    for run in runs:
+        groups.setdefault(run.summary["arm"], []).append(run)
+    return groups
+
+
+def table(runs: list, baseline: str = "baseline") -> pd.DataFrame:
+    """repeats.csv: one row per arm."""
+    groups = by_arm(runs)
+    steady = {arm: [r.summary["steady_step_ms"] for r in group] for arm, group in groups.items()}
+    base = steady.get(baseline) or next(iter(steady.values()))
+    rows = []
+    for arm, values in steady.items():
+        low, high = speedup_interval(base, values)
+        shares = [r.summary["gap_share"] for r in groups[arm]]
+        rows.append({
+            "arm": arm, "repeats": len(values), "seeds": " ".join(str(r.summary.get("seed", "")) for r in groups[arm]),
+            "steady_step_ms_median": float(np.median(values)),
+            "steady_step_ms_olympic_mean": olympic_mean(values),
+            "steady_step_ms_min": float(min(values)), "steady_step_ms_max": float(max(values)),
+            "spread": (max(values) - min(values)) / float(np.median(values)),
+            "gap_share_median": float(np.median(shares)),
+            "gap_share_min": float(min(shares)), "gap_share_max": float(max(shares)),
+            "speedup_median": float(np.median(base)) / float(np.median(values)),
+            "speedup_ci_low": low, "speedup_ci_high": high,
+        })
+    return pd.DataFrame(rows)
+
+
+def report_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """repeats.csv as the report shows it."""
+    def interval(row) -> str:
+        if row.speedup_ci_low != row.speedup_ci_low:  # NaN: fewer than 2 repeats
+            return "(needs 2+ repeats)"
+        return f"{row.speedup_ci_low:.2f}x .. {row.speedup_ci_high:.2f}x"
+    return pd.DataFrame([{
+        "arm": row.arm, "repeats (seeds)": f"{row.repeats} ({row.seeds})",
+        "median (ms)": f"{row.steady_step_ms_median:.0f}",
+        "olympic mean (ms)": f"{row.steady_step_ms_olympic_mean:.0f}",
+        "min .. max (ms)": f"{row.steady_step_ms_min:.0f} .. {row.steady_step_ms_max:.0f}",
+        "spread": f"{100 * row.spread:.1f} %",
+        "gap share (median, min .. max)": (f"{100 * row.gap_share_median:.1f} % "
+                                           f"({100 * row.gap_share_min:.1f} .. {100 * row.gap_share_max:.1f})"),
+        "speedup (median)": f"{row.speedup_median:.2f}x",
+        f"{100 * CONFIDENCE:.0f} % bootstrap interval": interval(row),
+    } for row in frame.itertuples(index=False)])

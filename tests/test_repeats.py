@@ -1,0 +1,86 @@
+"""Repeats: run names and seeds, olympic mean, the bootstrap interval, the report's section."""
+
+import copy
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from perfstudy import repeats, report
+from perfstudy.config import ConfigError
+from perfstudy.io import read_json, write_json
+from perfstudy.study import arm_overrides, compose_arm, run_names, split_run
+
+FIXTURES = Path(__file__).parent / "fixtures" / "cpu_demo"
+WF = {"study": "s", "results": "r", "repeats": 3, "overrides": ["size=smoke"],
+      "studies": {"s": {"arms": {"baseline": ["experiment=baseline"], "tuned": ["experiment=tuned"]}}}}
+
+
+def test_repeats_are_runs_named_after_their_arm_with_their_own_seed():
+    assert run_names(WF) == ["baseline", "tuned", "baseline.r2", "tuned.r2", "baseline.r3", "tuned.r3"]
+    assert split_run(WF, "s", "tuned.r3") == ("tuned", 3)
+    assert "repeat=3" in arm_overrides(WF, "s", "tuned.r3")
+    cfg = compose_arm(WF, "s", "tuned.r3")
+    assert (cfg.arm, cfg.repeat, cfg.run) == ("tuned", 3, "tuned.r3")
+    assert cfg.paths.run_dir.endswith("runs/s/tuned.r3")
+    from perfstudy.config import config_hash
+    from perfstudy.train import run_seed
+
+    first = compose_arm(WF, "s", "tuned")
+    assert config_hash(cfg) == config_hash(first)  # one arm, one config hash
+    assert run_seed(cfg) == run_seed(first) + 20
+    with pytest.raises(ConfigError, match="Unknown arm 'tuned.r4'"):
+        split_run(WF, "s", "tuned.r4")
+
+
+def test_olympic_mean_drops_the_fastest_and_the_slowest():
+    assert repeats.olympic_mean([10, 1, 2, 3, 100]) == pytest.approx(5.0)
+    assert repeats.olympic_mean([4, 6]) == pytest.approx(5.0)
+
+
+def test_the_speedup_interval_is_reproducible_and_holds_the_estimate():
+    base, tuned = [4300, 4250, 4400, 4330, 4290], [2990, 3050, 2900, 3100, 2980]
+    low, high = repeats.speedup_interval(base, tuned)
+    assert (low, high) == repeats.speedup_interval(base, tuned)  # fixed seed
+    estimate = np.median(base) / np.median(tuned)
+    assert low <= estimate <= high and high - low < 0.2
+    assert np.isnan(repeats.speedup_interval([4300], [3000])[0])  # one repeat: no interval
+
+
+def _runs(tmp_path, steady_by_run):
+    runs = []
+    for name, steady in steady_by_run.items():
+        arm, _, k = name.partition(".r")
+        run_dir = tmp_path / name
+        shutil.copytree(FIXTURES / arm, run_dir)
+        summary = copy.deepcopy(read_json(run_dir / "summary.json"))
+        summary.update(run=name, repeat=int(k or 1), seed=1 + 10 * (int(k or 1) - 1), steady_step_ms=steady)
+        write_json(run_dir / "summary.json", summary)
+        runs.append(report.load_arm(run_dir, name))
+    return runs
+
+
+def test_the_report_aggregates_repeats_and_details_the_first(tmp_path):
+    runs = _runs(tmp_path / "runs", {"baseline": 4300.0, "tuned": 3000.0, "baseline.r2": 4400.0,
+                                     "tuned.r2": 2900.0, "baseline.r3": 4350.0, "tuned.r3": 3100.0})
+    paths = report.build("s", runs, tmp_path / "report")
+    table = pd.read_csv(paths["repeats"])
+    tuned = table.set_index("arm").loc["tuned"]
+    assert tuned["repeats"] == 3 and tuned["seeds"] == "1 11 21"
+    assert tuned["steady_step_ms_median"] == 3000.0
+    assert tuned["speedup_median"] == pytest.approx(4350.0 / 3000.0)
+    assert tuned["speedup_ci_low"] <= tuned["speedup_median"] <= tuned["speedup_ci_high"]
+    md = paths["md"].read_text()
+    assert "## Repeats: spread across seeds, and the speedup's interval" in md
+    assert "| tuned | 3 (1 11 21) | 3000 | 3000 | 2900 .. 3100 |" in md
+    measured = pd.read_csv(paths["comparison"])
+    assert sorted(measured[measured["source"] == "measured"]["arm"]) == ["baseline", "tuned"]
+
+
+def test_one_repeat_has_no_repeats_section(tmp_path):
+    runs = _runs(tmp_path / "runs", {"baseline": 4300.0, "tuned": 3000.0})
+    paths = report.build("s", runs, tmp_path / "report")
+    assert "## Repeats" not in paths["md"].read_text()
+    assert pd.read_csv(paths["repeats"])["repeats"].tolist() == [1, 1]
