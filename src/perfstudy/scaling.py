@@ -86,7 +86,7 @@ def advisor_lines(arms: list) -> list[str]:
         return lines
     head = (f"The advisor (from {check['source']}) picks {check['recommended_workers']} map "
             f"worker(s); the fastest arm measured is {check['best_arm']} "
-            f"({check['best_workers']} workers, {check['best_step_ms']:.0f} ms)")
+            f"({check['best_workers']} worker(s), {check['best_step_ms']:.0f} ms)")
     if "picked_step_ms" in check:
         head += (f"; the pick measured {check['picked_step_ms']:.0f} ms, "
                  f"{100 * check['picked_vs_best']:+.1f} % against the best "

@@ -34,7 +34,7 @@ def sweep_values(values: Any) -> list[int]:
     """A sweep's values: a list as written, or "cpus" = 1..the CPUs this process may use."""
     if values == "cpus":
         return list(range(1, cpu_count() + 1))
-    return list(values)
+    return [int(value) for value in values]
 
 
 def arm_table(wf_config: dict[str, Any], study: str | None = None) -> dict[str, list[str]]:
