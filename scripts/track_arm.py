@@ -56,7 +56,8 @@ def main() -> None:
             results_fingerprint=tracking.fingerprint(run_dir / "steps.csv", run_dir / "summary.json"),
             extra_metrics=tracking.diagnosis_metrics(diagnosis, ops, queues, tracking.run_end_ms(steps)),
             extra_tags=tracking.diagnosis_tags(diagnosis),
-            artifact_dirs={"profile": run_dir / "profile"} if (run_dir / "profile").is_dir() else {})
+            artifact_dirs={name: run_dir / name for name in ("profile", "autotune")
+                           if (run_dir / name).is_dir()})
     log.info("arm %s -> run %s (%s)", cfg.arm, result["run_id"],
              "created" if result["created"] else "updated")
     write_json(run_dir / "mlflow_run.json", {**result, "tracking_uri": ids["tracking_uri"],

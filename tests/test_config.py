@@ -137,3 +137,11 @@ def test_an_unknown_group_option_lists_only_the_options():
         compose_run_config(["experiment=turbo"])
     assert str(info.value) == ("Unknown option 'turbo' for config group 'experiment'; "
                                f"use one of {', '.join(EXPERIMENTS)}.")
+
+
+def test_the_autotune_arm_runs_without_dataset_profiling():
+    cfg = compose_run_config(["experiment=autotune"])
+    assert cfg.pipeline.autotune and cfg.profiler.name == "off"
+    assert cfg.pipeline.num_parallel_workers is None  # AutoTune starts from the baseline
+    with pytest.raises(ConfigError, match="cannot run with dataset profiling"):
+        compose_run_config(["experiment=autotune", "profiler=light"])

@@ -72,6 +72,12 @@ class PipelineConfig:
     extra_transform_args: dict[str, Any] = field(default_factory=dict)
     # None: map() without num_parallel_workers (MindSpore's process default).
     extra_transform_workers: Optional[int] = None
+    # MindSpore's Dataset AutoTune: it changes workers and queue sizes while the measured
+    # steps run, starting from the settings above, and saves what it chose (autotune/ in the
+    # run folder). It cannot run with dataset profiling (profiler=off or full without dataset).
+    autotune: bool = False
+    # Steps between AutoTune's adjustments; 0 = after each epoch of the dataset.
+    autotune_interval: int = 0
 
 
 @dataclass
@@ -268,6 +274,12 @@ def _validate_profiler(cfg: DictConfig) -> None:
     if prof.name == "off" and (prof.dataset or prof.timeline):
         raise ConfigError("profiler.name is 'off' but profiler.dataset or profiler.timeline is "
                           "true; choose profiler=light or profiler=full instead.")
+    if cfg.pipeline.autotune and prof.dataset:
+        raise ConfigError("pipeline.autotune=true cannot run with dataset profiling (MindSpore "
+                          "refuses both at once); use profiler=off for the AutoTune arm.")
+    if cfg.pipeline.autotune_interval < 0:
+        raise ConfigError(f"pipeline.autotune_interval is {cfg.pipeline.autotune_interval}; use 0 "
+                          "(adjust after each epoch) or a number of steps.")
     start = prof.start_step
     if start is not None and not 0 <= start < cfg.trainer.steps:
         raise ConfigError(f"profiler.start_step is {start}; use a step in 0..{cfg.trainer.steps - 1}"

@@ -93,7 +93,28 @@ def advisor_lines(arms: list) -> list[str]:
                  f"({'within' if check['within_target'] else 'outside'} the 10 % target)")
     else:
         head += "; no arm ran the pick, so it is not checked here (run study=sweep)"
-    return lines + [head + "."]
+    return lines + [head + "."] + autotune_lines(arms, check)
+
+
+def autotune_lines(arms: list, check: dict[str, Any]) -> list[str]:
+    """AutoTune's arms against the fastest fixed setting and the advisor's pick."""
+    lines = []
+    for arm in arms:
+        tuned = arm.summary.get("autotune")
+        if not tuned:
+            continue
+        step = arm.summary["steady_step_ms"]
+        chosen = tuned.get("map_workers")
+        line = (f"{arm.name}: Dataset AutoTune, started from {_workers(arm)} map worker(s), "
+                + (f"ended with {chosen} map worker(s)" if chosen else "saved no setting")
+                + f"; steady step {step:.0f} ms over the whole run (it tunes while the steps run), "
+                f"{100 * (step / check['best_step_ms'] - 1):+.1f} % against the fastest fixed "
+                f"setting ({check['best_arm']})")
+        if "picked_step_ms" in check:
+            line += f" and {100 * (step / check['picked_step_ms'] - 1):+.1f} % against the advisor's pick"
+        lines.append(line + (f"; its configuration: {Path(tuned['config_file']).name}"
+                             if tuned.get("config_file") else "") + ".")
+    return lines
 
 
 def figure_scaling(arms: list, path: Path) -> Path | None:

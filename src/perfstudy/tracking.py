@@ -247,6 +247,8 @@ def arm_tags(summary: dict[str, Any], study: str, arm: str, instance: str) -> di
         "size": str(summary.get("size")),
         "workers_requested": str(summary["num_parallel_workers"]["requested"]),
         "workers_effective": str(summary["num_parallel_workers"]["effective"]),
+        **({f"{TAG}autotune_map_workers": str(summary["autotune"].get("map_workers"))}
+           if summary.get("autotune") else {}),
     }
 
 

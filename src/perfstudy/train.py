@@ -20,9 +20,9 @@ import pandas as pd
 from mindspore import nn, ops
 from mindspore.dataset import config as ds_config
 
+from perfstudy import autotune, pipeline, steptrace
 from perfstudy import config as config_mod
 from perfstudy import data as data_mod
-from perfstudy import pipeline, steptrace
 from perfstudy.io import check_writable, write_csv, write_json
 from perfstudy.model import create_loss, create_model, create_optimizer
 from perfstudy.profiling import RunProfiler, extra_steps
@@ -238,12 +238,22 @@ def run(cfg, manifest_path: str | Path | None = None) -> dict[str, Any]:
     inline = cfg.profiler.placement == "inline"
     if inline:
         profiler.begin()  # dataset profiling must be initialised before the pipeline is launched
+    if cfg.pipeline.autotune:
+        autotune.start(run_dir / "autotune", cfg.pipeline.autotune_interval)
     dataset = pipeline.create_train_dataset(manifest["root"], cfg.pipeline,
                                             cfg.trainer.steps + surplus, run_seed(cfg), workers)
     started = time.time()
-    records, last_batch = train_loop(train_step, dataset, cfg.trainer.steps, cfg.pipeline.batch_size,
-                                     cfg.trainer.log_every, profiler if inline else None)
+    try:
+        records, last_batch = train_loop(train_step, dataset, cfg.trainer.steps, cfg.pipeline.batch_size,
+                                         cfg.trainer.log_every, profiler if inline else None)
+    finally:
+        if cfg.pipeline.autotune:
+            autotune.stop()
     train_wall_s = time.time() - started
+    tuned = autotune.result(run_dir / "autotune") if cfg.pipeline.autotune else None
+    if tuned:
+        log.info("AutoTune ended with map workers %s (%s)", tuned.get("map_workers"),
+                 tuned["config_file"] or tuned["remark"])
     if not inline:  # a second pipeline, launched with the profilers, after the measured steps
         profiler.begin()
         extra = extra_steps(cfg.profiler)
@@ -298,6 +308,7 @@ def run(cfg, manifest_path: str | Path | None = None) -> dict[str, Any]:
         "mode": cfg.trainer.mode,
         "environment": environment(),
         "profile": profile_meta,
+        "autotune": tuned,
         "profiled_window": steptrace.window_stats(profiled, cfg.pipeline.batch_size),
     }
     write_json(run_dir / "environment.json", full_environment())
