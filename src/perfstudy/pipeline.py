@@ -80,8 +80,9 @@ def eval_transforms(image_size: int) -> list:
 
 
 def create_train_dataset(root: str, pipe_cfg, num_batches: int, seed: int,
-                         workers: Workers) -> ds.Dataset:
-    """ImageFolder -> the article's map -> batch, repeated to give `num_batches` batches.
+                         workers: Workers, one_pass: bool = False) -> ds.Dataset:
+    """ImageFolder -> the article's map -> batch, repeated to give `num_batches` batches
+    (one_pass: not repeated; the caller iterates epochs, as AutoTune needs to act).
 
     The baseline calls map() WITHOUT num_parallel_workers, exactly as the article's code;
     MindSpore then uses its process-wide default, which this study sets (1, the article's).
@@ -111,6 +112,8 @@ def create_train_dataset(root: str, pipe_cfg, num_batches: int, seed: int,
             "num_parallel_workers": min(extra_workers, workers.cpu_count)}
         data = data.map(operations=[extra], input_columns="image", **kwargs)
     data = data.batch(pipe_cfg.batch_size, drop_remainder=pipe_cfg.drop_remainder)
+    if one_pass:  # real epochs, iterated by the caller: AutoTune adjusts at each epoch's end
+        return data
     return data.repeat(math.ceil(num_batches / per_epoch))
 
 

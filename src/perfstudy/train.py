@@ -10,6 +10,7 @@ backward and hide it.
 from __future__ import annotations
 
 import logging
+import math
 import time
 from pathlib import Path
 from typing import Any
@@ -141,7 +142,11 @@ def train_loop(step: TrainStep, dataset, steps: int, batch_size: int, log_every:
                profiler: RunProfiler | None = None,
                first_index: int = 0) -> tuple[list[steptrace.StepTimes], tuple]:
     """Train `steps` steps numbered from first_index; returns the step timestamps and the last batch."""
-    iterator = dataset.create_tuple_iterator(num_epochs=1)
+    per_epoch = dataset.get_dataset_size()
+    # a repeated dataset is one long epoch; one of a single pass (AutoTune's arm) is iterated
+    # epoch after epoch, with one more so the pipeline still works when the last step runs
+    epochs = 1 if per_epoch >= steps else math.ceil(steps / per_epoch) + 1
+    iterator = dataset.create_tuple_iterator(num_epochs=epochs)
     records = []
     batch = None
     previous_end = time.time()
@@ -150,7 +155,10 @@ def train_loop(step: TrainStep, dataset, steps: int, batch_size: int, log_every:
             start = previous_end
             if profiler is not None:
                 profiler.step_begin(index)  # inside the gap: ~µs unless the window starts
-            batch = next(iterator)
+            try:
+                batch = next(iterator)
+            except StopIteration:  # an epoch ended (AutoTune adjusts here); the next one follows
+                batch = next(iterator)
             data_ready = time.time()
             loss, fwd_bwd_end, end = _timed_step(step, batch[0], batch[1])
             if profiler is not None:
@@ -241,7 +249,8 @@ def run(cfg, manifest_path: str | Path | None = None) -> dict[str, Any]:
     if cfg.pipeline.autotune:
         autotune.start(run_dir / "autotune", cfg.pipeline.autotune_interval)
     dataset = pipeline.create_train_dataset(manifest["root"], cfg.pipeline,
-                                            cfg.trainer.steps + surplus, run_seed(cfg), workers)
+                                            cfg.trainer.steps + surplus, run_seed(cfg), workers,
+                                            one_pass=cfg.pipeline.autotune)
     started = time.time()
     try:
         records, last_batch = train_loop(train_step, dataset, cfg.trainer.steps, cfg.pipeline.batch_size,
