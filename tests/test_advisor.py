@@ -114,3 +114,23 @@ def test_the_report_sets_predictions_against_the_arms(analysed, tmp_path):
     assert ("The advisor (from baseline) picks 2 map worker(s); the fastest arm measured is tuned"
             in md and "(within the 10 % target)" in md)
     assert paths["fig_scaling"].read_bytes()[:4] == b"\x89PNG"
+
+
+def test_the_report_sets_autotune_against_the_best_and_the_pick(analysed, tmp_path):
+    from perfstudy import report
+    from perfstudy.io import write_json
+
+    shutil.copytree(analysed / "tuned", tmp_path / "autotune")
+    summary = read_json(tmp_path / "autotune" / "summary.json")
+    summary.update(arm="autotune", steady_step_ms=3663.0, autotune={
+        "config_file": "/x/autotune_0.json", "remark": "...", "map_workers": 2, "operators": []})
+    summary["num_parallel_workers"] = {**summary["num_parallel_workers"], "effective": 1}
+    write_json(tmp_path / "autotune" / "summary.json", summary)
+    arms = [report.load_arm(analysed / a, a) for a in ("baseline", "tuned")]
+    arms.append(report.load_arm(tmp_path / "autotune", "autotune"))
+    md = report.build("sweep", arms, tmp_path / "report")["md"].read_text()
+    line = next(ln for ln in md.splitlines() if ln.startswith("- autotune: Dataset AutoTune"))
+    assert "started from 1 map worker(s), ended with 2 map worker(s)" in line
+    assert "+22.5 % against the fastest fixed setting (tuned)" in line  # 3663 / 2991
+    assert "against the advisor's pick" in line and "autotune_0.json" in line
+    assert "| autotune |" not in md.split("## Predicted against measured")[1].split("##")[0]

@@ -1,8 +1,15 @@
 """Dataset AutoTune's saved configuration, read back."""
 
 import json
+import subprocess
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from conftest import PYTHON, REPO
 
 from perfstudy import autotune
+from perfstudy.io import read_json
 
 
 def test_the_saved_summary_gives_each_operators_setting(tmp_path):
@@ -23,3 +30,21 @@ def test_no_saved_file_is_said_not_invented(tmp_path):
     result = autotune.result(tmp_path)
     assert result["config_file"] is None and result["operators"] == []
     assert "saved no configuration" in result["remark"]
+
+
+@pytest.mark.slow
+def test_a_real_autotune_arm_saves_and_records_its_setting(smoke_dataset):
+    results = smoke_dataset.parents[2]
+    run = subprocess.run([PYTHON, str(REPO / "scripts" / "train.py"), "size=smoke",
+                          "experiment=autotune", f"paths.results={results}"],
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    run_dir = results / "runs" / "adhoc" / "autotune"
+    summary = read_json(run_dir / "summary.json")
+    tuned = summary["autotune"]
+    assert tuned["config_file"] and Path(tuned["config_file"]).is_file()
+    assert {op["op"] for op in tuned["operators"]} >= {"MapOp", "BatchOp"}
+    assert tuned["map_workers"] >= 1 and "Dataset AutoTune" in tuned["remark"]
+    assert summary["profile"]["profiler"] == "off"  # no dataset profiling beside AutoTune
+    steps = pd.read_csv(run_dir / "steps.csv")
+    assert len(steps) == 8 and steps["loss"].notna().all()  # two epochs of 4 batches, iterated across the epoch end

@@ -1,5 +1,6 @@
 """The sweep study with repeats through the real DAG (smoke size): arms fanned out per worker
-count, every arm twice with its own seed, the advisor set against the measured arms."""
+count, the AutoTune arm, every arm twice with its own seed, the advisor set against the
+measured arms."""
 
 import subprocess
 
@@ -21,23 +22,27 @@ def test_sweep_with_repeats_runs_reports_and_tracks_every_run(tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     runs = tmp_path / "runs" / "sweep"
     assert sorted(p.name for p in runs.iterdir() if p.is_dir()) == [
-        "baseline", "baseline.r2", "workers_2", "workers_2.r2"]
+        "autotune", "autotune.r2", "baseline", "baseline.r2", "workers_2", "workers_2.r2"]
     report = tmp_path / "report" / "sweep"
     spread = pd.read_csv(report / "repeats.csv").set_index("arm")
-    assert list(spread.index) == ["baseline", "workers_2"]
+    assert list(spread.index) == ["baseline", "autotune", "workers_2"]
     assert spread.loc["workers_2", "repeats"] == 2 and spread.loc["workers_2", "seeds"] == "1 11"
     assert spread.loc["workers_2", "speedup_ci_low"] <= spread.loc["workers_2", "speedup_ci_high"]
     md = (report / "report.md").read_text()
     assert "## Repeats: spread across seeds, and the speedup's interval" in md
     assert "| workers_2 | 2 |" in md  # predicted against measured at 2 workers
     assert "The advisor (from baseline) picks" in md
+    assert "- autotune: Dataset AutoTune, started from 1 map worker(s)" in md
     assert (report / "figures" / "scaling.png").read_bytes()[:4] == b"\x89PNG"
 
     client = MlflowClient(f"sqlite:///{tmp_path}/mlflow/mlflow.db")
     experiment = client.get_experiment_by_name("perfstudy/sweep")
     found = client.search_runs([experiment.experiment_id])
     arms = {r.data.tags["perfstudy.run"]: r for r in found if r.data.tags.get("perfstudy.role") == "arm"}
-    assert sorted(arms) == ["baseline", "baseline.r2", "workers_2", "workers_2.r2"]
+    assert sorted(arms) == ["autotune", "autotune.r2", "baseline", "baseline.r2", "workers_2",
+                            "workers_2.r2"]
+    assert int(arms["autotune"].data.tags["perfstudy.autotune_map_workers"]) >= 1
+    assert "autotune" in {a.path for a in client.list_artifacts(arms["autotune"].info.run_id)}
     assert arms["workers_2.r2"].data.tags["perfstudy.arm"] == "workers_2"
     assert arms["workers_2.r2"].data.tags["seed"] == "11"
     assert all(r.info.status == "FINISHED" for r in found)

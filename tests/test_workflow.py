@@ -100,8 +100,8 @@ def test_the_sweep_study_fans_out_one_arm_per_worker_count(tmp_path):
     result = snakemake("-n", "--cores", "2", "--config", "study=sweep", workdir=tmp_path)
     assert result.returncode == 0, result.stderr
     out = result.stdout + result.stderr
-    assert any(line.split() == ["train", str(1 + cpu_count())] for line in out.splitlines())
-    assert "runs/sweep/workers_1/steps.csv" in out and "runs/sweep/baseline/steps.csv" in out
+    assert any(line.split() == ["train", str(2 + cpu_count())] for line in out.splitlines())  # + baseline, autotune
+    assert "runs/sweep/workers_1/steps.csv" in out and "runs/sweep/autotune/steps.csv" in out
 
 
 def test_sweep_arms_are_the_sweeps_overrides_plus_the_value():
