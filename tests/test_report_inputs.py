@@ -9,16 +9,24 @@ import yaml
 from conftest import PYTHON, REPO
 from omegaconf import OmegaConf
 
+from perfstudy.config import config_hash
+from perfstudy.io import read_json, write_json
 from perfstudy.study import compose_arm
 
 FIXTURES = Path(__file__).parent / "fixtures" / "cpu_demo"
 
 
 def runs_dir(tmp_path, overrides_by_arm):
+    """The fixtures' results, as made by each arm's config of today (their recorded hash is
+    set to it, so a new config field does not age them), with config.yaml composed with
+    `overrides_by_arm` on top: a changed config."""
     workflow = yaml.safe_load((REPO / "workflow" / "config.yaml").read_text())
     for arm in ("baseline", "tuned"):
         run = tmp_path / "runs" / arm
         shutil.copytree(FIXTURES / arm, run)
+        summary = read_json(run / "summary.json")
+        summary["config_hash"] = config_hash(compose_arm(workflow, "seed_case", arm))
+        write_json(run / "summary.json", summary)
         cfg = compose_arm({**workflow, "overrides": overrides_by_arm.get(arm, [])}, "seed_case", arm)
         OmegaConf.save(cfg, run / "config.yaml")
     return tmp_path / "runs"
