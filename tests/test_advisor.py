@@ -132,5 +132,6 @@ def test_the_report_sets_autotune_against_the_best_and_the_pick(analysed, tmp_pa
     line = next(ln for ln in md.splitlines() if ln.startswith("- autotune: Dataset AutoTune"))
     assert "started from 1 map worker(s), ended with 2 map worker(s)" in line
     assert "+22.5 % against the fastest fixed setting (tuned)" in line  # 3663 / 2991
+    assert "+22.5 % against the manual tuned arm (2 worker(s))" in line
     assert "against the advisor's pick" in line and "autotune_0.json" in line
     assert "| autotune |" not in md.split("## Predicted against measured")[1].split("##")[0]

@@ -110,6 +110,10 @@ def autotune_lines(arms: list, check: dict[str, Any]) -> list[str]:
                 + f"; steady step {step:.0f} ms over the whole run (it tunes while the steps run), "
                 f"{100 * (step / check['best_step_ms'] - 1):+.1f} % against the fastest fixed "
                 f"setting ({check['best_arm']})")
+        manual = next((a for a in arms if a.name == "tuned"), None)
+        if manual is not None:  # the case study's manual fix, when the study has it
+            line += (f", {100 * (step / manual.summary['steady_step_ms'] - 1):+.1f} % against the "
+                     f"manual tuned arm ({_workers(manual)} worker(s))")
         if "picked_step_ms" in check:
             line += f" and {100 * (step / check['picked_step_ms'] - 1):+.1f} % against the advisor's pick"
         lines.append(line + (f"; its configuration: {Path(tuned['config_file']).name}"
