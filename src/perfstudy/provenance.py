@@ -35,15 +35,20 @@ def git_state(repo: Path = REPO_ROOT) -> dict[str, object]:
     return {"git_sha": sha, "git_dirty": dirty}
 
 
-def cpu_model() -> str:
-    """The CPU's marketing name from /proc/cpuinfo (platform's guess elsewhere)."""
+def _proc_value(name: str, prefix: str) -> str | None:
+    """The value after the colon of the first line of /proc/<name> that starts with prefix."""
     try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
+        for line in Path("/proc", name).read_text().splitlines():
+            if line.startswith(prefix):
                 return line.split(":", 1)[1].strip()
     except OSError:
         pass
-    return platform.processor() or "unknown"
+    return None
+
+
+def cpu_model() -> str:
+    """The CPU's marketing name from /proc/cpuinfo (platform's guess elsewhere)."""
+    return _proc_value("cpuinfo", "model name") or platform.processor() or "unknown"
 
 
 def mindspore_build() -> dict[str, object]:
@@ -74,24 +79,13 @@ def pip_freeze() -> list[str]:
 
 def cpu_flags() -> list[str]:
     """The SIMD extensions the CPU reports (oneDNN's kernel choice depends on them)."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("flags"):
-                flags = line.split(":", 1)[1].split()
-                return sorted(f for f in flags if f.startswith(("avx", "sse4", "amx", "fma")))
-    except OSError:
-        pass
-    return []
+    flags = (_proc_value("cpuinfo", "flags") or "").split()
+    return sorted(f for f in flags if f.startswith(("avx", "sse4", "amx", "fma")))
 
 
 def memory_gib() -> float | None:
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal:"):
-                return round(int(line.split()[1]) / 2**20, 1)
-    except OSError:
-        pass
-    return None
+    total = _proc_value("meminfo", "MemTotal:")  # "24576000 kB"
+    return round(int(total.split()[0]) / 2**20, 1) if total else None
 
 
 def full_environment() -> dict[str, object]:
@@ -125,7 +119,7 @@ def environment() -> dict[str, object]:
         "os": platform.platform(),
         "cpu_model": cpu_model(),
         "cpu_count": os.cpu_count(),
-        "usable_cpus": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
+        "usable_cpus": cpu_count(),
         "packages": versions,
         # oneDNN's ISA cap changes CPU kernel speed ~100x on some Intel machines (README).
         "onednn_max_cpu_isa": os.environ.get("ONEDNN_MAX_CPU_ISA"),

@@ -28,6 +28,11 @@ def source_arm(arms: list) -> Any | None:
     return next((a for a in advised if a.name == "baseline"), advised[0] if advised else None)
 
 
+def _fixed(arms: list) -> list:
+    """Arms that ran one worker count throughout (not AutoTune, which changes it as it goes)."""
+    return [a for a in arms if not a.summary.get("autotune")]
+
+
 def _workers(arm) -> int:
     return int(arm.summary["num_parallel_workers"]["effective"])
 
@@ -39,9 +44,7 @@ def whatif_table(arms: list) -> pd.DataFrame:
         return pd.DataFrame()
     advice = source.diagnosis["advisor"]
     rows = []
-    for arm in arms:
-        if arm.summary.get("autotune"):
-            continue  # AutoTune changes workers during the run: no single count to predict
+    for arm in _fixed(arms):  # AutoTune has no single worker count to predict
         predicted = predict(advice, _workers(arm))
         measured = arm.summary["steady_step_ms"]
         rows.append({"arm": arm.name, "map workers": _workers(arm),
@@ -64,7 +67,7 @@ def pick_check(arms: list) -> dict[str, Any] | None:
     if source is None:
         return None
     advice = source.diagnosis["advisor"]
-    fixed = [a for a in arms if not a.summary.get("autotune")]
+    fixed = _fixed(arms)
     best = min(fixed, key=lambda a: a.summary["steady_step_ms"])
     picked = [a for a in fixed if _workers(a) == advice["recommended_workers"]]
     result = {"source": source.name, "recommended_workers": advice["recommended_workers"],
@@ -124,7 +127,7 @@ def autotune_lines(arms: list, check: dict[str, Any]) -> list[str]:
 def figure_scaling(arms: list, path: Path) -> Path | None:
     """Steady step (measured points, predicted line) and measured gap share against workers."""
     source = source_arm(arms)
-    fixed = [a for a in arms if not a.summary.get("autotune")]
+    fixed = _fixed(arms)
     if source is None or len({_workers(a) for a in fixed}) < 2:
         return None
     advice = source.diagnosis["advisor"]

@@ -45,21 +45,25 @@ def resolve_uri(cfg_uri: str | None, results: str | Path) -> str:
     return os.environ.get("MLFLOW_TRACKING_URI") or cfg_uri or default_uri(results)
 
 
+def sqlite_file(uri: str) -> Path | None:
+    """The database file of a sqlite:/// store; None for any other store."""
+    return Path(urllib.parse.urlparse(uri).path) if uri.startswith("sqlite:///") else None
+
+
 def artifact_root(uri: str) -> str | None:
     """Artifact folder beside a SQLite store (<results>/mlflow/artifacts for the study's own);
     None for a server, which decides where artifacts go."""
-    if not uri.startswith("sqlite:///"):
-        return None
-    return (Path(urllib.parse.urlparse(uri).path).parent / "artifacts").resolve().as_uri()
+    db = sqlite_file(uri)
+    return (db.parent / "artifacts").resolve().as_uri() if db else None
 
 
 def client_for(uri: str):
     """An MlflowClient on `uri`, checked to answer; TrackingError if it does not."""
     from mlflow.tracking import MlflowClient
 
-    parsed = urllib.parse.urlparse(uri)
-    if uri.startswith("sqlite:///"):
-        Path(parsed.path).parent.mkdir(parents=True, exist_ok=True)
+    parsed, db = urllib.parse.urlparse(uri), sqlite_file(uri)
+    if db is not None:
+        db.parent.mkdir(parents=True, exist_ok=True)
     if parsed.scheme in ("http", "https"):
         # MLflow's REST client retries for minutes; a refused socket answers at once.
         port = parsed.port or (443 if parsed.scheme == "https" else 80)
@@ -89,10 +93,10 @@ def store_lock(uri: str):
     studies logging to one file at once would meet "database is locked" or a half-made
     schema; with the lock they take turns (a few seconds each). Servers need no lock.
     """
-    if not uri.startswith("sqlite:///"):
+    db = sqlite_file(uri)
+    if db is None:
         yield
         return
-    db = Path(urllib.parse.urlparse(uri).path)
     db.parent.mkdir(parents=True, exist_ok=True)
     with open(db.with_name(db.name + ".lock"), "a") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
