@@ -6,27 +6,34 @@ import pytest
 from perfstudy import diagnosis
 
 
-def ops_frame(usages: list[tuple[str, float, float]], workers: int = 1) -> pd.DataFrame:
+def ops_frame(usages: list[tuple[str, float, float]], workers: int = 1, keys=None,
+              operations: str = "") -> pd.DataFrame:
     """Chain consumer -> leaf: (type, output queue usage, cpu % per worker) per op."""
     rows = []
     for op_id, (op_type, usage, cpu) in enumerate(usages):
         rows.append({"op_id": op_id, "op_type": op_type, "label": f"{op_type} #{op_id}",
-                     "num_workers": workers if op_type == "Map" else 1, "operations": "",
+                     "num_workers": workers if op_type == "Map" else 1,
+                     "operations": operations if op_type == "Map" else "",
                      "child_id": op_id + 1 if op_id + 1 < len(usages) else None,
                      "capacity": 16, "queue_usage": usage, "empty_ratio": 1.0 if usage == 0 else 0.0,
-                     "full_ratio": 0.0, "cpu_pct": cpu, "cpu_pct_per_worker": cpu, "samples": 10})
+                     "full_ratio": 0.0, "cpu_pct": cpu * (workers if op_type == "Map" else 1),
+                     "cpu_pct_per_worker": cpu, "samples": 10,
+                     "config_key": (keys or {}).get(op_id)})
     return pd.DataFrame(rows)
 
 
 def summary(gap_share=0.6, steady=4000.0, cpu_floor=2400.0, binding="input", workers=1, cores=2,
-            pipeline_wall=3900.0):
+            pipeline_wall=3900.0, compute=1300.0):
     return {
         "study": "s", "arm": "a", "gap_share": gap_share, "steady_step_ms": steady,
         "gap_ms": {"mean": gap_share * steady}, "cpu_floor_ms": cpu_floor, "binding_floor": binding,
         "steady_vs_floor": steady / max(cpu_floor, pipeline_wall),
+        "input_floor_ms": pipeline_wall, "compute_floor_ms": compute, "steps_measured": 5,
         "num_parallel_workers": {"effective": workers, "cpu_count": cores, "requested": None},
-        "calibration": {"pipeline_wall_ms": pipeline_wall},
-        "dataset": {"total_bytes": 160 * 3.9e6, "num_images": 160},
+        "calibration": {"pipeline_wall_ms": pipeline_wall, "pipeline_cpu_ms": 0.95 * pipeline_wall,
+                        "compute_wall_ms": compute, "compute_cpu_ms": 1.8 * compute},
+        "dataset": {"total_bytes": 160 * 3.9e6, "num_images": 160, "mean_megapixels": 16.0},
+        "image_size": 32, "buffered_batches": 4.0, "warmup_steps": 1,
     }
 
 
@@ -70,55 +77,77 @@ def test_input_bound_baseline_gets_the_map_and_a_worker_count():
     ops = ops_frame([("Batch", 0.0, 0), ("Map", 0.0, 95), ("ImageFolder", 0.96, 1)])
     result = diagnosis.diagnose(summary(), steps(1300), ops, {"host_busy_pct": 60.0})
     assert result["bound"] == "input"
-    assert result["culprit"]["label"] == "Map #1"
+    assert result["culprit"]["label"] == "Map #1" and result["culprit"]["agrees_with_queue_rule"]
     rec = result["recommendation"]
-    # one worker: 3900 ms per batch; compute 1300 ms -> 3 workers, capped at 2 CPUs
-    assert rec["action"] == "set_workers" and rec["workers_needed"] == 3 and rec["workers"] == 2
-    assert "only 2 CPUs" in rec["sentence"]
+    assert rec["action"] == "set_workers" and rec["workers"] == 2  # MindSpore caps at 2 CPUs
+    assert rec["sentence"].startswith("Set pipeline.num_parallel_workers=2: predicted")
+    assert rec["predicted_step_ms"] < rec["predicted_now_ms"]
+    assert result["advisor"]["recommended"] == rec["settings"]  # one answer
 
 
-def test_enough_cores_gives_the_computed_count():
+def test_enough_cores_gives_the_smallest_count_near_the_best():
     ops = ops_frame([("Batch", 0.0, 0), ("Map", 0.0, 95), ("ImageFolder", 0.96, 1)])
-    result = diagnosis.diagnose(summary(cores=16), steps(1000), ops, {"host_busy_pct": 20.0})
+    result = diagnosis.diagnose(summary(cores=16, compute=1000), steps(1000), ops, {"host_busy_pct": 20.0})
+    # the map's 3900 ms per batch over w workers meets the network's 1000 ms at w = 4
     assert result["recommendation"]["workers"] == 4
-    assert "to 4" in result["recommendation"]["sentence"]
+    assert "pipeline.num_parallel_workers=4" in result["recommendation"]["sentence"]
 
 
-def test_saturated_cpu_says_more_workers_cannot_help():
-    ops = ops_frame([("Batch", 0.0, 0), ("Map", 0.0, 180), ("ImageFolder", 0.96, 1)], workers=2)
+def test_saturated_cpu_says_no_worker_setting_helps_and_what_would():
+    ops = ops_frame([("Batch", 0.0, 0), ("Map", 0.0, 90), ("ImageFolder", 0.96, 1)], workers=2,
+                    operations="RandomCropDecodeResize, Normalize")
     s = summary(gap_share=0.12, steady=2500, cpu_floor=2400, binding="cpu", workers=2,
-                pipeline_wall=1900)
+                pipeline_wall=1900, compute=700)
     result = diagnosis.diagnose(s, steps(2200), ops, {"host_busy_pct": 97.0})
     assert result["bound"] == "cpu"
-    assert result["recommendation"]["action"] == "cpu_saturated"
-    assert "cannot help" in result["recommendation"]["sentence"]
-    assert "smaller source images" in result["recommendation"]["sentence"]
+    rec = result["recommendation"]
+    assert rec["action"] == "cannot_help" and rec["culprit_kind"] == "decode"
+    assert "No worker setting helps" in rec["sentence"] and "the CPUs are full" in rec["sentence"]
+    assert "16.00 megapixels per image" in rec["sentence"]  # the source size, with what it would give
+    assert "114 px short side" in rec["sentence"]  # 32 / sqrt(0.08) = 113.1: the crop is not upsampled
     assert result["headline"].startswith("CPU-bound: pipeline and network together keep the 2 CPUs busy")
     assert "moderately input-bound" in result["headline"]
 
 
-def test_a_waiting_op_gets_workers_even_on_a_busy_cpu():
-    ops = ops_frame([("Batch", 0.0, 0), ("Map", 0.0, 0.4), ("Map", 1.0, 2), ("ImageFolder", 0.6, 0)])
-    s = summary(gap_share=0.3, steady=400, cpu_floor=190, binding="input", workers=1, pipeline_wall=400)
-    result = diagnosis.diagnose(s, steps(100), ops, {"host_busy_pct": 95.0})
+def test_a_busy_host_does_not_decide_when_a_setting_would_help():
+    # The user's case: host 94 % busy, yet one worker of a waiting map binds the step.
+    ops = ops_frame([("Batch", 0.0, 0), ("Map", 0.0, 0.4), ("Map", 1.0, 2), ("ImageFolder", 0.6, 0)],
+                    keys={1: "pipeline.extra_transform_workers", 2: "pipeline.num_parallel_workers"})
+    s = summary(gap_share=0.3, steady=400, cpu_floor=190, binding="input", workers=1,
+                pipeline_wall=400, compute=100)
+    result = diagnosis.diagnose(s, steps(100), ops, {"host_busy_pct": 94.0})
     rec = result["recommendation"]
-    assert result["culprit"]["op_id"] == 1
-    assert rec["action"] == "set_workers" and rec["workers"] == 4  # beyond the 2 CPUs: it sleeps
-    assert "waits rather than computes" in rec["sentence"]
+    assert result["culprit"]["op_id"] == 1 and rec["culprit_kind"] == "waits"
+    assert rec["action"] == "set_workers" and rec["changes"] == {"pipeline.extra_transform_workers": 2}
+    assert result["bound"] == "input" and "no worker setting" not in result["headline"]
 
 
 def test_not_input_bound_has_no_culprit_even_with_an_empty_map_queue():
     # Tuned runs: the batch op pulls rows eagerly, so the map's queue is empty though nobody waits.
     ops = ops_frame([("Batch", 0.5, 0), ("Map", 0.0, 90), ("ImageFolder", 0.96, 1)])
-    result = diagnosis.diagnose(summary(gap_share=0.01, steady=2000, cpu_floor=1500), steps(1980), ops,
-                                {"host_busy_pct": 70.0})
+    result = diagnosis.diagnose(summary(gap_share=0.01, steady=2000, cpu_floor=1500, pipeline_wall=1850,
+                                        compute=1980, cores=8), steps(1980), ops, {"host_busy_pct": 70.0})
     assert result["culprit"] is None
     assert result["bound"] == "compute"
     assert result["recommendation"]["action"] == "none"
+    assert "the network's compute" in result["recommendation"]["sentence"]
+
+
+def test_a_window_faster_than_the_input_floor_gets_no_verdict():
+    # 12 steps served from batches buffered at start-up: 435 ms against a 483 ms pipeline alone
+    s = summary(gap_share=0.3, steady=435, pipeline_wall=483, compute=150, cpu_floor=300)
+    result = diagnosis.diagnose(s, steps(150), None)
+    rec = result["recommendation"]
+    assert result["bound"] == "not_steady" and rec["action"] == "not_steady"
+    # 4 buffered batches, each step drains 483 - 150 = 333 ms: 6 steps; 1 + 1 + 6 + 10 = 18
+    assert rec["validity"]["drain_steps"] == 6 and rec["validity"]["steps_needed"] == 18
+    assert "trainer.steps >= 18" in rec["sentence"]
+    assert result["headline"].startswith("No verdict")
 
 
 def test_without_a_profile_the_verdict_still_comes_from_the_host_timers():
     result = diagnosis.diagnose(summary(), steps(1300))
-    assert result["bound"] == "input" and result["culprit"] is None
+    assert result["bound"] == "input" and result["culprit"]["label"] == "the pipeline"
     assert result["profiled"] is False
-    assert "the pipeline's map" in result["recommendation"]["sentence"]
+    assert result["advisor"]["source"].startswith("calibration")
+    assert "the pipeline is the slow operator" in result["recommendation"]["sentence"]

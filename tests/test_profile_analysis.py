@@ -117,8 +117,9 @@ def test_tuned_is_not_called_input_bound_when_the_cpu_is_full(run):
     result = analysis.analyze_run(run)
     assert result["bound"] in {"cpu", "compute"}
     assert result["cpu"]["saturated"]
-    assert result["recommendation"]["action"] in {"cpu_saturated", "none"}
-    assert "cannot help" in result["recommendation"]["sentence"]
+    assert result["recommendation"]["action"] == "cannot_help"
+    assert "No worker setting helps" in result["recommendation"]["sentence"]
+    assert "decode less" in result["recommendation"]["sentence"]  # the culprit decodes
 
 
 @pytest.mark.parametrize("run", ["baseline"], indirect=True)

@@ -1,30 +1,31 @@
-"""What-if advisor: the steady step time at any worker count, predicted from ONE profiled run.
+"""What-if model: the steady step at any setting of the pipeline's operators, from ONE run.
 
-Inputs, all from the run itself:
-* the map operator's CPU per batch and how busy each of its workers is, from the MindData
-  profile (cpu % of the op over the profiled window x the profiled step time = CPU-ms per
-  batch; per-worker % says whether it computes or waits), the other operators' CPU likewise;
-  without a profile, the pipeline-alone calibration (the whole pipeline counted as the map);
-* the network: its wall time and CPU time per step alone (calibration), so the cores it
-  occupies on a CPU device (CPU-ms / wall-ms);
-* the CPU count.
+Every operator whose workers a config key sets (the article's map, a map of your own, a
+per-batch map, the reader) is a stage with its own cost, measured in this run:
+* a Python operator: its probe (perfstudy.opprobe) ran it alone at 1..CPUs workers, in
+  threads and in processes: its stage time and CPU per batch are read off those points;
+* any other operator: the MindData profile's CPU per batch (the op's CPU % x the profiled
+  step) and how busy each worker is. A worker busier than half a core computes: its stage
+  is CPU-ms / min(workers, CPUs). One less busy waits (I/O, sleep): its stage is
+  wall-ms per worker / workers. The pipeline-alone calibration (the same pipeline, no
+  network) anchors the absolute pace of the slowest such stage at the current setting.
+Without a profile the whole pipeline is one stage (its calibration), and the sentence says so.
 
-Model, per worker count w (a pipelined chain runs at the pace of its slowest stage; the
-cores are shared):
-    map stage     P(w) = map CPU-ms per batch / min(w, cores)        (an operator that computes)
-                  P(w) = map wall-ms per batch per worker / w         (one that waits: I/O, sleep)
-    network       N(w) = network CPU-ms / min(its cores, cores the pipeline leaves free)
-    CPU floor     F    = (pipeline CPU-ms + network CPU-ms) / cores
-    step          T(w) = max(P(w), N(w), F)
-The gap share is not predicted: once the cores are shared, how the network's time stretches
-depends on the scheduler (measured: 0.5 of its 1.9 cores under saturation), not on rates.
-Recommended: the smallest w whose predicted step is within 5 % of the best predicted one.
-MindSpore refuses more workers than CPUs, so for a computing map w stops at the CPU count;
-for a waiting one it goes on (MindSpore still caps, the advisor says so).
+The network: its wall and CPU time per step alone (calibration), so the cores it occupies.
+A pipelined chain runs at the pace of its slowest stage and the cores are shared:
+    step(s) = max(slowest stage, network on the cores the pipeline leaves free,
+                  CPU floor = (pipeline CPU-ms + network CPU-ms) / CPUs)
+over every setting s (each sized operator 1..CPUs workers; threads or processes for a
+Python map). The best setting is the fastest predicted; the recommendation is the cheapest
+setting (fewest workers, fewest changes) within 5 % of it. "No setting helps" is this
+model's prediction that no setting beats the current one by 5 % or more.
+The gap share is not predicted: how the network's time stretches when the cores are
+shared is the scheduler's doing (measured: 0.5 of its 1.9 cores under saturation).
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 from typing import Any
 
@@ -32,115 +33,260 @@ import pandas as pd
 
 WITHIN_BEST = 0.05
 COMPUTES = 0.5  # a worker busier than half a core computes; below, it mostly waits
-MAX_WAITING_WORKERS = 64
+MAX_SETTINGS = 4096
+PRIMARY_KEY = "pipeline.num_parallel_workers"
+MP = ":multiprocessing"  # suffix of a settings key: the map runs in processes
+ANCHOR_RANGE = (0.5, 2.0)  # calibration / profile pace ratios accepted as the same stage
 
 
-def _map_op(ops: pd.DataFrame | None) -> dict[str, Any] | None:
-    """The Map operator that costs the most CPU (the one num_parallel_workers sizes)."""
-    if ops is None or ops.empty:
-        return None
-    maps = ops[(ops["op_type"] == "Map") & ops["cpu_pct"].notna()]
-    if maps.empty:
-        return None
-    return maps.sort_values("cpu_pct", ascending=False).iloc[0].to_dict()
+def _flag(value: Any) -> bool:
+    return value is not None and not (isinstance(value, float) and math.isnan(value)) and bool(value)
+
+
+def _num(value: Any, default: float = 0.0) -> float:
+    return default if value is None or (isinstance(value, float) and math.isnan(value)) else float(value)
+
+
+def _profiled_stages(summary: dict[str, Any], ops: pd.DataFrame) -> tuple[list[dict], float]:
+    """Stages of the sized operators from the profile, and the CPU of all other operators."""
+    window = summary.get("profiled_window") or {}
+    step_ms = window.get("steady_step_ms") or summary["steady_step_ms"]
+    probed = {p["config_key"]: p for p in summary.get("calibration", {}).get("operators") or []}
+    cpu_ms = {int(r["op_id"]): _num(r["cpu_pct"]) / 100 * step_ms for _, r in ops.iterrows()}
+    keyed = ops[ops["config_key"].notna()] if "config_key" in ops else ops.iloc[0:0]
+    if keyed.empty:  # a profile without config keys: the costliest map is the article's
+        maps = ops[(ops["op_type"] == "Map") & ops["cpu_pct"].notna()]
+        if maps.empty:
+            return [], 0.0
+        keyed = maps.sort_values("cpu_pct", ascending=False).iloc[:1].assign(config_key=PRIMARY_KEY)
+    stages = []
+    for _, row in keyed.iterrows():
+        workers = int(_num(row["num_workers"], 1)) or 1
+        stage = {"key": row["config_key"], "label": row["label"], "op_id": int(row["op_id"]),
+                 "operations": [o for o in str(row.get("operations") or "").split(", ") if o],
+                 "workers_now": workers,
+                 "multiprocessing_now": _flag(row.get("multiprocessing")),
+                 "cpu_ms_per_batch": cpu_ms[int(row["op_id"])]}
+        probe = probed.get(row["config_key"])
+        points = [p for p in (probe or {}).get("points", []) if "wall_ms_per_batch" in p]
+        if points:
+            stage.update(kind="probed", points=points)
+        else:
+            per_worker = _num(row.get("cpu_pct_per_worker"), _num(row["cpu_pct"]) / workers)
+            busy = min(1.0, max(per_worker / 100, 1e-3))
+            # Little CPU means waiting (I/O) only where the queues say the op holds the chain
+            # up; otherwise it is idle, blocked by a slower neighbour, and costs its CPU only.
+            waits = busy < COMPUTES and _held_up_at(row, ops)
+            stage.update(kind="waits" if waits else "computes", busy_per_worker=busy)
+        stages.append(stage)
+    sized = {s["op_id"] for s in stages}
+    other = sum(v for k, v in cpu_ms.items() if k not in sized)
+    return stages, other
+
+
+def _held_up_at(row: pd.Series, ops: pd.DataFrame) -> bool:
+    """MindInsight's queue rule for one op: its input queue well filled, its output near empty."""
+    child = row.get("child_id")
+    if child is None or pd.isna(child) or pd.isna(row.get("queue_usage")):
+        return False
+    below = ops[ops["op_id"] == int(child)]
+    return bool(len(below)) and _num(below.iloc[0]["queue_usage"]) >= 0.5 \
+        and _num(row["queue_usage"]) <= 0.1
+
+
+def _calibration_stage(summary: dict[str, Any]) -> dict[str, Any]:
+    """No profile: the whole pipeline as one stage, from the pipeline-alone calibration."""
+    cal = summary["calibration"]
+    workers = summary["num_parallel_workers"]["effective"]
+    cores = summary["num_parallel_workers"]["cpu_count"]
+    busy = min(1.0, cal["pipeline_cpu_ms"] / max(cal["pipeline_wall_ms"] * min(workers, cores), 1e-9))
+    return {"key": PRIMARY_KEY, "label": "the pipeline", "op_id": None, "operations": [],
+            "workers_now": workers, "multiprocessing_now": False,
+            "cpu_ms_per_batch": cal["pipeline_cpu_ms"], "busy_per_worker": busy,
+            "kind": "computes" if busy >= COMPUTES else "waits"}
+
+
+def stage_ms(stage: dict[str, Any], workers: int, processes: bool, cores: int) -> tuple[float, float]:
+    """(wall ms, CPU ms) per batch of one stage at `workers` workers."""
+    workers = max(1, min(workers, cores))  # MindSpore refuses more workers than CPUs
+    if stage["kind"] == "probed":
+        mode = [p for p in stage["points"] if p["multiprocessing"] == processes] or stage["points"]
+        point = min(mode, key=lambda p: (abs(p["workers"] - workers), -p["workers"]))
+        return point["wall_ms_per_batch"], point["cpu_ms_per_batch"]
+    scale = stage.get("anchor", 1.0)
+    cpu = stage["cpu_ms_per_batch"] * scale
+    if stage["kind"] == "computes":
+        return cpu / workers, cpu
+    return cpu / stage["busy_per_worker"] / workers, cpu
 
 
 def rates(summary: dict[str, Any], ops: pd.DataFrame | None) -> dict[str, Any]:
-    """Per-batch costs the model needs, from the profile when there is one."""
-    calibration = summary["calibration"]
+    """Everything the model needs, from the run itself."""
+    cal = summary["calibration"]
     cores = summary["num_parallel_workers"]["cpu_count"]
-    workers = summary["num_parallel_workers"]["effective"]
-    window = summary.get("profiled_window") or {}
-    step_ms = window.get("steady_step_ms") or summary["steady_step_ms"]
-    op = _map_op(ops)
-    if op is not None and op["cpu_pct"] > 0:
-        map_workers = int(op["num_workers"] or workers)
-        map_cpu = op["cpu_pct"] / 100 * step_ms
-        other_cpu = float(ops.loc[ops["op_id"] != op["op_id"], "cpu_pct"].fillna(0).sum()) / 100 * step_ms
-        busy = min(1.0, (op["cpu_pct_per_worker"] or op["cpu_pct"] / map_workers) / 100)
-        source = f"profile: {op['label']}"
-    else:  # no profile: the pipeline-alone calibration, all of it counted as the map
-        map_workers = workers
-        map_cpu = calibration["pipeline_cpu_ms"]
-        other_cpu = 0.0
-        busy = min(1.0, calibration["pipeline_cpu_ms"]
-                   / max(calibration["pipeline_wall_ms"] * min(workers, cores), 1e-9))
-        source = "calibration (pipeline alone)"
-    return {
-        "source": source, "cores": cores, "map_workers_now": map_workers,
-        "map_cpu_ms_per_batch": map_cpu, "other_ops_cpu_ms_per_batch": other_cpu,
-        "map_busy_per_worker": busy, "map_computes": busy >= COMPUTES,
-        # worker-time per batch: its CPU time stretched by how busy a worker is (waiting ops)
-        "map_wall_ms_per_batch_per_worker": map_cpu / max(busy, 1e-3) if busy < COMPUTES else map_cpu,
-        "network_wall_ms": calibration["compute_wall_ms"],
-        "network_cpu_ms": calibration["compute_cpu_ms"],
-        "network_cores": calibration["compute_cpu_ms"] / max(calibration["compute_wall_ms"], 1e-9),
-    }
+    stages, other = ([], 0.0) if ops is None or ops.empty else _profiled_stages(summary, ops)
+    source = "profile" if stages else "calibration (pipeline alone; no profile)"
+    if not stages:
+        stages = [_calibration_stage(summary)]
+    model = {"source": source, "cores": cores, "stages": stages,
+             "other_ops_cpu_ms_per_batch": other,
+             "network_wall_ms": cal["compute_wall_ms"], "network_cpu_ms": cal["compute_cpu_ms"],
+             "network_cores": cal["compute_cpu_ms"] / max(cal["compute_wall_ms"], 1e-9)}
+    _anchor(model, cal.get("pipeline_wall_ms"))
+    return model
 
 
-def predict(r: dict[str, Any], workers: int) -> dict[str, float]:
-    """Predicted steady step time and its parts at `workers` map workers.
+def _anchor(model: dict[str, Any], pipeline_wall_ms: float | None) -> None:
+    """Scale the slowest unprobed stage so the pipeline alone at the current setting takes
+    what its calibration measured (the profile gives shares; the calibration the pace)."""
+    if not pipeline_wall_ms or model["source"] != "profile":
+        return
+    now = current_settings(model)
+    parts = {id(s): stage_ms(s, now[s["key"]], now.get(s["key"] + MP, False), model["cores"])
+             for s in model["stages"]}
+    slowest = max(model["stages"], key=lambda s: parts[id(s)][0])
+    cpu_total = sum(p[1] for p in parts.values()) + model["other_ops_cpu_ms_per_batch"]
+    if slowest["kind"] == "probed" or parts[id(slowest)][0] <= 0 \
+            or cpu_total / model["cores"] > parts[id(slowest)][0]:
+        return  # a probed stage is measured already; a CPU-bound pipeline alone says nothing
+    factor = pipeline_wall_ms / parts[id(slowest)][0]
+    if ANCHOR_RANGE[0] <= factor <= ANCHOR_RANGE[1]:  # else they disagree: trust the profile
+        slowest["anchor"] = factor
 
-    The network gets the cores the pipeline leaves free: the pipeline occupies its CPU-ms
-    per batch over each step, so the split is found by a few fixed-point rounds.
-    """
-    cores = r["cores"]
-    if r["map_computes"]:
-        stage = r["map_cpu_ms_per_batch"] / min(workers, cores)
-    else:
-        stage = r["map_wall_ms_per_batch_per_worker"] / workers
-    pipeline_cpu = r["map_cpu_ms_per_batch"] + r["other_ops_cpu_ms_per_batch"]
-    floor = (pipeline_cpu + r["network_cpu_ms"]) / cores
-    step = network = max(stage, r["network_wall_ms"], floor)
-    for _ in range(5):
+
+def current_settings(model: dict[str, Any]) -> dict[str, Any]:
+    """The run's own setting: workers per key (and processes for Python maps that use them)."""
+    settings: dict[str, Any] = {}
+    for stage in model["stages"]:
+        settings[stage["key"]] = stage["workers_now"]
+        if stage["multiprocessing_now"]:
+            settings[stage["key"] + MP] = True
+    return settings
+
+
+def predict(model: dict[str, Any], settings: dict[str, Any] | int) -> dict[str, Any]:
+    """Predicted steady step and its parts at `settings` (an int: the article's map's workers;
+    keys left out keep the run's own setting)."""
+    if not isinstance(settings, dict):
+        settings = {PRIMARY_KEY: int(settings)}
+    full = {**current_settings(model), **settings}
+    cores = model["cores"]
+    parts = {s["label"]: stage_ms(s, int(full.get(s["key"], s["workers_now"])),
+                                  bool(full.get(s["key"] + MP, False)), cores)
+             for s in model["stages"]}
+    slowest_label = max(parts, key=lambda k: parts[k][0])
+    stage = parts[slowest_label][0]
+    pipeline_cpu = sum(p[1] for p in parts.values()) + model["other_ops_cpu_ms_per_batch"]
+    floor = (pipeline_cpu + model["network_cpu_ms"]) / cores
+    step = network = max(stage, model["network_wall_ms"], floor)
+    for _ in range(5):  # the network gets the cores the pipeline leaves free: a fixed point
         left = max(cores - min(pipeline_cpu / step, cores), 0.05)
-        network = max(r["network_wall_ms"], r["network_cpu_ms"] / min(r["network_cores"], left))
+        network = max(model["network_wall_ms"],
+                      model["network_cpu_ms"] / min(model["network_cores"], left))
         step = max(stage, network, floor)
-    # at the floor, the network's share is what the pipeline leaves: the cores bind, not it
-    binding = ("cpu" if floor >= 0.97 * step else "map" if stage >= network else "network")
-    return {"workers": workers, "step_ms": step, "map_stage_ms": stage, "network_ms": network,
-            "cpu_floor_ms": floor, "binding": binding}
+    binding = "cpu" if floor >= 0.97 * step else "pipeline" if stage >= network else "network"
+    return {"settings": full, "step_ms": step, "slowest_stage": slowest_label,
+            "slowest_stage_ms": stage, "network_ms": network, "cpu_floor_ms": floor,
+            "pipeline_cpu_ms": pipeline_cpu, "binding": binding,
+            "stages_ms": {label: round(p[0], 1) for label, p in parts.items()}}
 
 
-def advise(summary: dict[str, Any], ops: pd.DataFrame | None,
-           candidates: list[int] | None = None) -> dict[str, Any]:
-    """diagnosis.json's `advisor`: predictions per worker count and the recommended one."""
-    r = rates(summary, ops)
-    cores = r["cores"]
-    if candidates is None:
-        top = cores if r["map_computes"] else max(cores, min(MAX_WAITING_WORKERS, 4 * cores))
-        candidates = list(range(1, top + 1))
-    table = [predict(r, w) for w in candidates]
-    best = min(row["step_ms"] for row in table)
-    pick = next(row for row in table if row["step_ms"] <= best * (1 + WITHIN_BEST))
-    now = predict(r, r["map_workers_now"])
-    label = r["source"].removeprefix("profile: ")
-    pace = {"map": f"the map ({label}) sets the pace",
-            "network": "the network's compute sets the pace",
-            "cpu": (f"the CPUs set the pace (pipeline "
-                    f"{r['map_cpu_ms_per_batch'] + r['other_ops_cpu_ms_per_batch']:.0f} + network "
-                    f"{r['network_cpu_ms']:.0f} CPU-ms per step on {cores} CPUs)")}[pick["binding"]]
-    sentence = (f"Predicted from this run: {pick['workers']} map worker(s) give a "
-                f"{pick['step_ms']:.0f} ms step (now {r['map_workers_now']}: predicted "
-                f"{now['step_ms']:.0f} ms, measured {summary['steady_step_ms']:.0f} ms), within "
-                f"{100 * WITHIN_BEST:.0f} % of the best predicted ({best:.0f} ms); there {pace}")
-    if not r["map_computes"] and pick["workers"] > cores:
-        sentence += (f"; {label} waits rather than computes, so workers beyond the {cores} CPUs "
-                     "help, but MindSpore caps num_parallel_workers at the CPU count")
-    return {**r, "predictions": table, "recommended_workers": pick["workers"],
-            "predicted_best_ms": best, "predicted_now_ms": now["step_ms"],
-            "now_error": (now["step_ms"] - summary["steady_step_ms"]) / summary["steady_step_ms"],
-            "sentence": sentence + "."}
+def candidates(model: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every setting to predict: each sized operator 1..CPUs workers, a probed Python map also
+    in processes."""
+    axes = []
+    for stage in model["stages"]:
+        options = [{stage["key"]: w} for w in range(1, model["cores"] + 1)]
+        if stage["kind"] == "probed" and any(p["multiprocessing"] for p in stage["points"]) \
+                and stage["key"] != "pipeline.reader_workers":
+            options += [{stage["key"]: w, stage["key"] + MP: True}
+                        for w in range(1, model["cores"] + 1)]
+        axes.append(options)
+    combos = []
+    for parts in itertools.islice(itertools.product(*axes), MAX_SETTINGS):
+        merged: dict[str, Any] = {}
+        for part in parts:
+            merged.update(part)
+        combos.append(merged)
+    return combos
 
 
-def compare(advice: dict[str, Any], measured: dict[int, float]) -> pd.DataFrame:
-    """Predicted against measured steady steps by worker count, with the relative error."""
-    predicted = {row["workers"]: row for row in advice["predictions"]}
+def _cost(settings: dict[str, Any], now: dict[str, Any]) -> tuple:
+    workers = sum(v for k, v in settings.items() if not k.endswith(MP))
+    processes = sum(1 for k, v in settings.items() if k.endswith(MP) and v)
+    changes = sum(1 for k in set(settings) | set(now) if settings.get(k) != now.get(k))
+    return (changes > 0, workers, processes, changes)
+
+
+def describe_settings(settings: dict[str, Any], model: dict[str, Any]) -> str:
+    """'pipeline.extra_transform_workers=2 with python_multiprocessing' etc., sized keys only."""
+    words = []
+    for stage in model["stages"]:
+        key = stage["key"]
+        text = f"{key}={settings.get(key, stage['workers_now'])}"
+        if settings.get(key + MP):
+            text += " in processes (python_multiprocessing=True)"
+        words.append(text)
+    return ", ".join(words)
+
+
+def advise(summary: dict[str, Any], ops: pd.DataFrame | None) -> dict[str, Any]:
+    """diagnosis.json's `advisor`: the model, its prediction for every setting, the pick."""
+    model = rates(summary, ops)
+    now = current_settings(model)
+    table = [predict(model, s) for s in candidates(model)]
+    best = min(table, key=lambda row: row["step_ms"])
+    now_row = predict(model, now)
+    if now_row["step_ms"] <= best["step_ms"] * (1 + WITHIN_BEST):
+        pick = now_row  # no setting is predicted to beat this one by 5 % or more
+    else:
+        within = [r for r in table if r["step_ms"] <= best["step_ms"] * (1 + WITHIN_BEST)]
+        pick = min(within, key=lambda r: _cost(r["settings"], now))
+    primary = next((s for s in model["stages"] if pick["settings"].get(s["key"]) != now.get(s["key"])
+                    or pick["settings"].get(s["key"] + MP) != now.get(s["key"] + MP)),
+                   max(model["stages"], key=lambda s: now_row["stages_ms"][s["label"]]))
+    return {**model, "now": now, "predictions": table, "recommended": pick["settings"],
+            "recommended_key": primary["key"],
+            "recommended_workers": pick["settings"].get(primary["key"]),
+            "predicted_best_ms": best["step_ms"], "predicted_pick_ms": pick["step_ms"],
+            "predicted_now_ms": now_row["step_ms"], "pick_binding": pick["binding"],
+            "now_binding": now_row["binding"], "now_slowest_stage": now_row["slowest_stage"],
+            "gain": now_row["step_ms"] / pick["step_ms"] - 1,
+            "now_error": (now_row["step_ms"] - summary["steady_step_ms"]) / summary["steady_step_ms"],
+            "sentence": advisor_sentence(model, now_row, pick, best, summary)}
+
+
+def advisor_sentence(model: dict[str, Any], now: dict[str, Any], pick: dict[str, Any],
+                     best: dict[str, Any], summary: dict[str, Any]) -> str:
+    """The prediction in words, with the numbers it rests on."""
+    pace = {"pipeline": f"{pick['slowest_stage']} sets the pace ({pick['slowest_stage_ms']:.0f} ms "
+                        "per batch)",
+            "network": f"the network's compute sets the pace ({pick['network_ms']:.0f} ms per step "
+                       f"on the cores the pipeline leaves; {model['network_wall_ms']:.0f} ms alone)",
+            "cpu": (f"the CPUs set the pace (pipeline {pick['pipeline_cpu_ms']:.0f} + network "
+                    f"{model['network_cpu_ms']:.0f} CPU-ms per step on {model['cores']} CPUs = "
+                    f"{pick['cpu_floor_ms']:.0f} ms)")}[pick["binding"]]
+    basis = "" if model["source"] == "profile" else f" (from the {model['source']})"
+    head = (f"Predicted from this run{basis}: now {now['step_ms']:.0f} ms per step (measured "
+            f"{summary['steady_step_ms']:.0f} ms)")
+    if pick is now or pick["settings"] == now["settings"]:
+        return (f"{head}; no setting of {len(model['stages'])} sized operator(s) up to "
+                f"{model['cores']} workers is predicted to be 5 % faster (best {best['step_ms']:.0f} "
+                f"ms): {pace}.")
+    return (f"{head}; {describe_settings(pick['settings'], model)} gives {pick['step_ms']:.0f} ms "
+            f"({now['step_ms'] / pick['step_ms']:.2f}x), within 5 % of the best predicted "
+            f"({best['step_ms']:.0f} ms); there {pace}.")
+
+
+def compare(advice: dict[str, Any], measured: dict[Any, float]) -> pd.DataFrame:
+    """Predicted against measured steady steps (keys: the article map's workers, or settings
+    as a tuple of (key, value) pairs), with the relative error."""
     rows = []
-    for workers, step_ms in sorted(measured.items()):
-        row = predicted.get(workers) or predict(advice, workers)
-        rows.append({"workers": workers, "predicted_step_ms": row["step_ms"],
-                     "measured_step_ms": step_ms,
+    for setting, step_ms in measured.items():
+        settings = dict(setting) if isinstance(setting, tuple) else {PRIMARY_KEY: int(setting)}
+        row = predict(advice, settings)
+        rows.append({"settings": describe_settings(row["settings"], advice),
+                     "predicted_step_ms": row["step_ms"], "measured_step_ms": step_ms,
                      "error": (row["step_ms"] - step_ms) / step_ms, "binding": row["binding"]})
     return pd.DataFrame(rows)
 

@@ -25,7 +25,8 @@ from perfstudy.io import read_json, write_csv, write_json
 log = logging.getLogger(__name__)
 
 OPS_COLUMNS = ["op_id", "op_type", "label", "num_workers", "operations", "child_id", "capacity",
-               "queue_usage", "empty_ratio", "full_ratio", "cpu_pct", "cpu_pct_per_worker", "samples"]
+               "queue_usage", "empty_ratio", "full_ratio", "cpu_pct", "cpu_pct_per_worker", "samples",
+               *minddata.DESCRIBED]
 
 
 def profiled_window(steps: pd.DataFrame) -> tuple[float, float]:

@@ -72,6 +72,20 @@ class PipelineConfig:
     extra_transform_args: dict[str, Any] = field(default_factory=dict)
     # None: map() without num_parallel_workers (MindSpore's process default).
     extra_transform_workers: Optional[int] = None
+    # map(python_multiprocessing=...): run a Python transform in worker processes instead of
+    # threads (threads share the GIL: a transform that computes in Python does not scale).
+    extra_transform_multiprocessing: bool = False
+    # A map after batch() over whole batches ("module:Callable" applied to the image column
+    # of a batch, NCHW), e.g. a batch-level augmentation; with its own workers.
+    batch_transform: str = ""
+    batch_transform_args: dict[str, Any] = field(default_factory=dict)
+    batch_transform_workers: Optional[int] = None
+    batch_transform_multiprocessing: bool = False
+    # The source: 0 reads the ImageFolder with MindSpore's C++ reader; > 0 reads each file
+    # through a Python reader that waits this long first (a remote or slow file system).
+    reader_delay_ms: float = 0.0
+    # Workers of the source (the ImageFolder reader, or the Python reader); None: the default.
+    reader_workers: Optional[int] = None
     # MindSpore's Dataset AutoTune: it changes workers and queue sizes while the measured
     # steps run, starting from the settings above, and saves what it chose (autotune/ in the
     # run folder). It cannot run with dataset profiling (profiler=off or full without dataset).
@@ -255,14 +269,19 @@ def validate(cfg: DictConfig) -> None:
             f"{cfg.trainer.warmup_steps} warm-up step(s) and at least "
             f"{cfg.trainer.min_measured_steps} measured steps are needed; raise trainer.steps.")
     _validate_profiler(cfg)
-    extra = cfg.pipeline.extra_transform
-    if extra and (":" not in extra or extra.startswith(":") or extra.endswith(":")):
-        raise ConfigError(f"pipeline.extra_transform is {extra!r}; use 'module:Callable', "
-                          "e.g. perfstudy.transforms:Sleep.")
-    extra_workers = cfg.pipeline.extra_transform_workers
-    if extra_workers is not None and extra_workers <= 0:
-        raise ConfigError(f"pipeline.extra_transform_workers is {extra_workers}; use a positive "
-                          "integer, or null for MindSpore's default.")
+    for key in ("extra_transform", "batch_transform"):
+        spec = cfg.pipeline[key]
+        if spec and (":" not in spec or spec.startswith(":") or spec.endswith(":")):
+            raise ConfigError(f"pipeline.{key} is {spec!r}; use 'module:Callable', "
+                              "e.g. perfstudy.transforms:Sleep.")
+    for key in ("extra_transform_workers", "batch_transform_workers", "reader_workers"):
+        value = cfg.pipeline[key]
+        if value is not None and value <= 0:
+            raise ConfigError(f"pipeline.{key} is {value}; use a positive integer, or null for "
+                              "MindSpore's default.")
+    if cfg.pipeline.reader_delay_ms < 0:
+        raise ConfigError(f"pipeline.reader_delay_ms is {cfg.pipeline.reader_delay_ms}; use 0 "
+                          "(MindSpore's reader) or a delay in ms per file.")
     if cfg.model.num_classes < cfg.data.num_classes and cfg.data.path is None:
         raise ConfigError(
             f"model.num_classes ({cfg.model.num_classes}) is below data.num_classes "

@@ -252,6 +252,25 @@ def scan_user_folder(root: str | Path) -> dict[str, Any]:
     }
 
 
+def mean_megapixels(manifest: dict[str, Any], sample: int = 64) -> float | None:
+    """Mean source size in megapixels, from the JPEG headers of up to `sample` files spread
+    over the dataset (Pillow reads only the header)."""
+    from PIL import Image
+
+    files = manifest.get("files") or []
+    if not files:
+        return None
+    chosen = files[:: max(1, len(files) // sample)][:sample]
+    sizes = []
+    for entry in chosen:
+        try:
+            with Image.open(Path(manifest["root"]) / entry["path"]) as image:
+                sizes.append(image.width * image.height / 1e6)
+        except OSError:
+            continue
+    return sum(sizes) / len(sizes) if sizes else None
+
+
 def load_manifest(path: str | Path) -> dict[str, Any]:
     """Read a manifest (a generated one rooted where it lies) and check its folder is there."""
     path = Path(path)

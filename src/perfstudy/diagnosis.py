@@ -1,40 +1,30 @@
-"""The automatic verdict of one arm: is it input-bound, which operator, is the CPU full, what to do.
+"""The evidence of one arm's diagnosis, and the answer decision.decide gives on it.
 
-Rules (DESIGN.md):
+Evidence (DESIGN.md):
 * input-bound band from the gap share (TensorFlow profiler): >= 20 % highly, >= 5 %
   moderately, else not;
-* culprit (MindInsight's queue rule, along the whole chain): an operator whose input
-  queue (its child's output queue) is well filled (usage >= 50 %) while its own output
-  queue is near empty (usage <= 10 %); the largest difference wins. When no operator
-  matches and the leaf's queue is under half full, the leaf (reading files) is named.
-  Only an input-bound arm gets a culprit: in a run that keeps up, an eager batch op
-  empties the map's queue without anyone waiting;
-* CPU saturation: the host's CPUs >= 90 % busy during the measured steps, or the steady
-  step within 15 % of the CPU floor (pipeline and network share the cores of a CPU device);
-* recommendation: workers N = ceil(one worker's time per batch / compute time per step),
-  one worker's time per batch = the pipeline-alone batch time x its workers, compute time =
-  forward+backward+tail of the measured steps; capped at the CPUs (MindSpore refuses
-  more). When the CPU is saturated by a CPU-busy operator, more workers cannot help and
-  the sentence says what would.
+* MindInsight's queue rule, along the whole chain: an operator whose input queue (its
+  child's output queue) is well filled (usage >= 50 %) while its own output queue is near
+  empty (usage <= 10 %); the largest difference wins; when none matches and the leaf's queue
+  is under half full, the leaf. Kept as evidence beside the model's culprit;
+* the CPUs: host and process busy %, per operator CPU (shown, not decisive).
+The verdict, culprit, setting and predicted step are decision.decide's (one answer).
 """
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import pandas as pd
 
 from perfstudy.advisor import advise
+from perfstudy.decision import decide
 
 HIGHLY_INPUT_BOUND = 0.20
 MODERATELY_INPUT_BOUND = 0.05
 WELL_FILLED = 0.50
 NEAR_EMPTY = 0.10
-HOST_BUSY = 90.0
 NEAR_CPU_FLOOR = 1.15
-ADVISOR_INPUTS = {"compute_wall_ms", "compute_cpu_ms", "pipeline_wall_ms", "pipeline_cpu_ms"}
-CPU_BUSY_WORKER = 50.0  # % of a core per worker above which an operator computes, not waits
 
 
 def input_bound_band(gap_share: float) -> str:
@@ -82,113 +72,108 @@ def find_culprit(ops: pd.DataFrame) -> dict[str, Any] | None:
     }
 
 
-def _cpu_state(summary: dict[str, Any], host: dict[str, Any], ops: pd.DataFrame | None) -> dict[str, Any]:
-    busy = host.get("host_busy_pct")
-    near_floor = (summary["binding_floor"] == "cpu" and summary["steady_vs_floor"] <= NEAR_CPU_FLOOR)
+def _cpu_state(summary: dict[str, Any], host: dict[str, Any], ops: pd.DataFrame | None,
+               advice: dict[str, Any]) -> dict[str, Any]:
+    """The CPUs as measured (host busy %, per operator) and as the model sees them. Only the
+    model's verdict (`saturated`: the CPU floor binds at the current setting) is used to
+    decide; host busy % is shown, never decisive (it read 94 % while one worker bound a step)."""
     per_op = {}
     if ops is not None and not ops.empty:
         per_op = {r["label"]: round(float(r["cpu_pct"]), 1) for _, r in ops.iterrows()
                   if not pd.isna(r["cpu_pct"]) and r["cpu_pct"] > 0}
-    return {"cores": summary["num_parallel_workers"]["cpu_count"], "host_busy_pct": busy,
-            "process_pct": host.get("process_pct"), "per_op_pct": per_op,
-            "cpu_floor_ms": summary["cpu_floor_ms"], "steady_vs_cpu_floor":
-            summary["steady_step_ms"] / summary["cpu_floor_ms"],
-            "saturated": bool((busy is not None and busy >= HOST_BUSY) or near_floor),
-            "near_cpu_floor": bool(near_floor)}
+    return {"cores": summary["num_parallel_workers"]["cpu_count"],
+            "host_busy_pct": host.get("host_busy_pct"), "process_pct": host.get("process_pct"),
+            "per_op_pct": per_op, "cpu_floor_ms": summary["cpu_floor_ms"],
+            "steady_vs_cpu_floor": summary["steady_step_ms"] / summary["cpu_floor_ms"],
+            "saturated": advice["now_binding"] == "cpu",
+            "near_cpu_floor": summary["binding_floor"] == "cpu"
+            and summary["steady_vs_floor"] <= NEAR_CPU_FLOOR}
 
 
-def _what_would_help(summary: dict[str, Any], cores: int) -> str:
-    mp = summary.get("dataset", {})
-    size = ""
-    if mp.get("total_bytes") and mp.get("num_images"):
-        size = f" (the source JPEGs average {mp['total_bytes'] / mp['num_images'] / 1e6:.1f} MB)"
-    return ("fewer or cheaper transforms, smaller source images" + size + ", decoding on the "
-            "accelerator instead of the CPU, or more cores (the CPU floor scales with 1/cores: "
-            f"~{summary['cpu_floor_ms'] / 2:.0f} ms at {2 * cores} cores)")
-
-
-def recommend(summary: dict[str, Any], culprit: dict[str, Any] | None, cpu: dict[str, Any],
-              compute_ms: float, band: str) -> dict[str, Any]:
-    """A concrete setting, or why none helps; see the module docstring for the arithmetic."""
-    cores = cpu["cores"]
-    workers = summary["num_parallel_workers"]["effective"]
-    if band == "not":
-        return {"action": "none", "sentence": (
-            f"Keep the pipeline as it is: the step waits for data only "
-            f"{100 * summary['gap_share']:.1f} % of the time.")}
-    target = culprit["label"] if culprit else "the pipeline's map"
-    op_workers = (culprit or {}).get("num_workers") or workers
-    per_worker_ms = summary["calibration"]["pipeline_wall_ms"] * op_workers
-    needed = max(1, math.ceil(per_worker_ms / compute_ms)) if compute_ms > 0 else cores
-    basis = {"per_worker_batch_ms": per_worker_ms, "compute_ms": compute_ms,
-             "workers_needed": needed, "cores": cores, "current_workers": op_workers}
-    computes = culprit is None or culprit.get("cpu_pct_per_worker") is None or \
-        culprit["cpu_pct_per_worker"] >= CPU_BUSY_WORKER
-    if cpu["saturated"] and computes:
-        return {"action": "cpu_saturated", **basis, "sentence": (
-            f"More workers cannot help: {target} has {op_workers} worker(s) on "
-            f"{cores} CPUs, and the CPUs are saturated (steady step at "
-            f"{cpu['steady_vs_cpu_floor']:.2f}x the CPU floor of {cpu['cpu_floor_ms']:.0f} ms"
-            + (f", host {cpu['host_busy_pct']:.0f} % busy" if cpu["host_busy_pct"] is not None else "")
-            + f"); what would: {_what_would_help(summary, cores)}.")}
-    if needed <= op_workers:
-        return {"action": "none", **basis, "sentence": (
-            f"{target} already has {op_workers} worker(s), enough by the measured rates "
-            f"({per_worker_ms:.0f} ms per batch per worker vs {compute_ms:.0f} ms of compute); "
-            "the remaining wait is start-up or contention, not too few workers.")}
-    value = needed if not computes else min(needed, cores)
-    sentence = (f"Set num_parallel_workers of {target} to {value}: one worker needs "
-                f"{per_worker_ms:.0f} ms per batch and a step computes for {compute_ms:.0f} ms, "
-                f"so {needed} workers hide the wait")
-    if value < needed:
-        sentence += (f"; this machine has only {cores} CPUs (MindSpore refuses more workers "
-                     f"than CPUs), so expect the CPU floor (~{cpu['cpu_floor_ms']:.0f} ms at the "
-                     "current setting) to bind rather than the compute time")
-    elif not computes:
-        sentence += (f" (it waits rather than computes: {culprit['cpu_pct_per_worker']:.0f} % of a "
-                     "core per worker, so workers beyond the CPU count still help)")
-    return {"action": "set_workers", "workers": value, **basis, "sentence": sentence + "."}
+def headline(decision: dict[str, Any], band: str, share: float, cores: int,
+             steady_vs_cpu_floor: float) -> str:
+    """The arm's verdict in one sentence; it states the decision, never a second opinion."""
+    bound, action, culprit = decision["bound"], decision["action"], decision["culprit_label"]
+    if bound == "not_steady":
+        return (f"No verdict: the measured window was not steady (step {decision['validity']['steady_vs_floor']:.2f}x "
+                f"the {decision['validity']['floor']} floor); the step waited for data {share:.0f} % of it.")
+    if bound == "input" and band == "not":
+        return (f"Input-bound in disguise: the step waits for data only {share:.0f} % of the time, yet "
+                f"{culprit} sets its pace (predicted {decision['predicted_now_ms']:.0f} ms, measured "
+                f"{decision['measured_step_ms']:.0f} ms): the pipeline's threads share the CPUs "
+                "(and, running Python, the GIL) with the training loop, so the wait shows up as a "
+                "longer forward+backward instead of a gap"
+                + (", and no worker setting speeds it up." if action == "cannot_help" else "."))
+    if bound == "input":
+        text = f"{band.capitalize()} input-bound: the step waits for data {share:.0f} % of the time"
+        if culprit:
+            text += f", and {culprit} is the slow operator"
+        if action == "cannot_help":
+            text += ", which no worker setting speeds up"
+        return text + "."
+    if bound == "cpu":
+        return (f"CPU-bound: pipeline and network together keep the {cores} CPUs busy (steady step "
+                f"{steady_vs_cpu_floor:.2f}x the CPU floor); the step "
+                + ("waits for data only " if band == "not" else "still waits for data ")
+                + f"{share:.0f} % of the time ({band} input-bound by the TensorFlow bands)"
+                + ("" if band == "not" else ", but no worker setting removes that wait") + ".")
+    return (f"Not input-bound: the step waits for data {share:.0f} % of the time; the network's "
+            "compute sets the pace.")
 
 
 def diagnose(summary: dict[str, Any], steps: pd.DataFrame, ops: pd.DataFrame | None = None,
              host: dict[str, Any] | None = None, iterator: dict[str, Any] | None = None,
              cross: dict[str, Any] | None = None) -> dict[str, Any]:
-    """diagnosis.json's content for one arm."""
+    """diagnosis.json's content for one arm: the evidence, and decision.decide's answer."""
     host = host or {}
     band = input_bound_band(summary["gap_share"])
     measured = steps[steps["phase"] == "measured"]
     compute_ms = float((measured["fwd_bwd_ms"] + measured["tail_ms"]).median())
-    culprit = find_culprit(ops) if band != "not" else None
-    cpu = _cpu_state(summary, host, ops)
-    rec = recommend(summary, culprit, cpu, compute_ms, band)
-    advice = advise(summary, ops) if ADVISOR_INPUTS <= set(summary.get("calibration", {})) else None
-    share = 100 * summary["gap_share"]
-    if band == "not":
-        bound = "cpu" if cpu["near_cpu_floor"] else "compute"
-    else:
-        bound = "cpu" if rec["action"] == "cpu_saturated" else "input"
-    headline = {
-        "input": (f"{band.capitalize()} input-bound: the step waits for data {share:.0f} % of the time"
-                  + (f", and {culprit['label']} is the slow operator" if culprit else "")),
-        "cpu": (f"CPU-bound: pipeline and network together keep the {cpu['cores']} CPUs busy "
-                f"(steady step {cpu['steady_vs_cpu_floor']:.2f}x the CPU floor); the step "
-                + ("waits for data only " if band == "not" else "still waits for data ")
-                + f"{share:.0f} % of the time ({band} input-bound by the TensorFlow bands)"
-                + ("" if band == "not" else ", but no worker setting removes that wait")),
-        "compute": (f"Not input-bound: the step waits for data {share:.0f} % of the time; "
-                    "the network's compute sets the pace"),
-    }[bound]
+    queue_culprit = find_culprit(ops) if band != "not" else None
+    advice = advise(summary, ops)
+    answer = decide(summary, advice, band, compute_ms, queue_culprit)
+    cpu = _cpu_state(summary, host, ops, advice)
     return {
-        "arm": summary["arm"], "study": summary["study"], "bound": bound, "headline": headline + ".",
+        "arm": summary["arm"], "study": summary["study"], "bound": answer["bound"],
+        "headline": headline(answer, band, 100 * summary["gap_share"], cpu["cores"],
+                             cpu["steady_vs_cpu_floor"]),
         "input_bound": {"band": band, "gap_share": summary["gap_share"],
                         "gap_ms_mean": summary["gap_ms"]["mean"],
                         "steady_step_ms": summary["steady_step_ms"],
                         "thresholds": {"highly": HIGHLY_INPUT_BOUND, "moderately": MODERATELY_INPUT_BOUND}},
-        "culprit": culprit, "cpu": cpu, "recommendation": rec, "compute_ms": compute_ms,
+        "culprit": _culprit_evidence(answer, ops, queue_culprit), "queue_rule": queue_culprit,
+        "cpu": cpu, "recommendation": answer, "compute_ms": compute_ms,
         "iterator_wait": iterator or {}, "cross_check": cross or {},
         "profiled": ops is not None, "profiler_effect": profiler_effect(summary),
         "advisor": advice,
     }
+
+
+def _culprit_evidence(answer: dict[str, Any], ops: pd.DataFrame | None,
+                      queue_culprit: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The decided culprit with its queues and CPU from the profile (None when none)."""
+    label = answer["culprit_label"]
+    if label is None:
+        return None
+    out = {"label": label, "config_key": answer["culprit_key"], "kind": answer["culprit_kind"],
+           "op_type": None, "operations": [], "num_workers": None, "cpu_pct_per_worker": None,
+           "agrees_with_queue_rule": bool(queue_culprit and queue_culprit["label"] == label)}
+    rows = ops[ops["label"] == label] if ops is not None and not ops.empty else None
+    if rows is not None and len(rows):
+        row = rows.iloc[0]
+        by_id = {int(r["op_id"]): r for _, r in ops.iterrows()}
+        child = row.get("child_id")
+        child_row = by_id.get(int(child)) if child is not None and not pd.isna(child) else None
+        out.update(op_id=int(row["op_id"]), op_type=row["op_type"],
+                   operations=[o for o in str(row.get("operations") or "").split(", ") if o],
+                   num_workers=None if pd.isna(row["num_workers"]) else int(row["num_workers"]),
+                   cpu_pct_per_worker=None if pd.isna(row["cpu_pct_per_worker"])
+                   else float(row["cpu_pct_per_worker"]),
+                   output_queue_usage=None if pd.isna(row["queue_usage"]) else float(row["queue_usage"]),
+                   input_queue_usage=None if child_row is None or pd.isna(child_row["queue_usage"])
+                   else float(child_row["queue_usage"]),
+                   output_empty_ratio=None if pd.isna(row["empty_ratio"]) else float(row["empty_ratio"]))
+    return out
 
 
 def profiler_effect(summary: dict[str, Any]) -> dict[str, Any] | None:

@@ -25,6 +25,8 @@ import pandas as pd
 from perfstudy.profiling import DATASET_DIR, META_FILE
 
 QUEUE_COLUMNS = ["time_s", "op_id", "op_type", "label", "size", "capacity"]
+# what pipeline.json adds per operator: the config key sizing it, Python code, processes
+DESCRIBED = ("config_key", "python", "per_batch", "multiprocessing")
 
 
 class ProfileFormatError(ValueError):
@@ -120,7 +122,8 @@ def op_labels(profile: DatasetProfile) -> dict[int, dict[str, Any]]:
             label += f" [{', '.join(operations)}]"
         labels[op["op_id"]] = {"op_id": op["op_id"], "op_type": short, "operations": operations,
                                "num_workers": op.get("num_workers"), "label": label,
-                               "children": op.get("children", [])}
+                               "children": op.get("children", []),
+                               **{k: desc.get(k) for k in DESCRIBED}}
     return labels
 
 
@@ -175,7 +178,8 @@ def op_table(profile: DatasetProfile, window: tuple[float, float] | None = None)
                "operations": ", ".join(info["operations"]),
                "child_id": info["children"][0] if info["children"] else None,
                "capacity": None, "queue_usage": np.nan, "empty_ratio": np.nan, "full_ratio": np.nan,
-               "cpu_pct": np.nan, "cpu_pct_per_worker": np.nan, "samples": 0}
+               "cpu_pct": np.nan, "cpu_pct_per_worker": np.nan, "samples": 0,
+               **{k: info[k] for k in DESCRIBED}}
         if queue and queue.get("size"):
             sizes = np.asarray(queue["size"], dtype=float)
             keep = mask[: len(sizes)] if len(mask) >= len(sizes) else np.ones(len(sizes), bool)

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import logging
 import math
+import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Optional
 
 import mindspore.dataset as ds
+import numpy as np
 from mindspore.dataset import vision
 
 from perfstudy.provenance import cpu_count
@@ -79,10 +82,47 @@ def eval_transforms(image_size: int) -> list:
             vision.Normalize(mean=MEAN, std=STD), vision.HWC2CHW()]
 
 
+class SlowReader:
+    """Random-access source over an ImageFolder that waits `delay_ms` before reading each file
+    (a remote or slow file system); labels as ImageFolderDataset gives them (sorted classes)."""
+
+    def __init__(self, root: str, delay_ms: float) -> None:
+        classes = sorted(p.name for p in Path(root).iterdir() if p.is_dir())
+        self.samples = [(str(f), label) for label, name in enumerate(classes)
+                        for f in sorted((Path(root) / name).iterdir())
+                        if f.suffix in JPEG_EXTENSIONS]
+        self.delay_s = delay_ms / 1e3
+
+    def __getitem__(self, index: int) -> tuple[np.ndarray, np.ndarray]:
+        path, label = self.samples[index]
+        time.sleep(self.delay_s)
+        return np.fromfile(path, dtype=np.uint8), np.array(label, dtype=np.int32)
+
+    def __len__(self) -> int:
+        return len(self.samples)
+
+
+def _workers_kwarg(value: Optional[int], cpus: int) -> dict:
+    """num_parallel_workers for map()/a source: none when null (MindSpore's default)."""
+    return {} if value is None else {"num_parallel_workers": min(value, cpus)}
+
+
+def create_source(root: str, pipe_cfg, cpus: int) -> ds.Dataset:
+    """The ImageFolder's reader: MindSpore's C++ one, or the slow Python one (reader_delay_ms)."""
+    workers = _workers_kwarg(pipe_cfg.reader_workers, cpus)
+    if pipe_cfg.reader_delay_ms > 0:
+        return ds.GeneratorDataset(SlowReader(root, pipe_cfg.reader_delay_ms), ["image", "label"],
+                                   shuffle=pipe_cfg.shuffle, python_multiprocessing=False, **workers)
+    # Only the JPEGs the manifest lists: a stray README.txt in a class folder is no sample.
+    return ds.ImageFolderDataset(root, shuffle=pipe_cfg.shuffle, decode=False,
+                                 extensions=JPEG_EXTENSIONS, **workers)
+
+
 def create_train_dataset(root: str, pipe_cfg, num_batches: int, seed: int,
                          workers: Workers, one_pass: bool = False) -> ds.Dataset:
-    """ImageFolder -> the article's map -> batch, repeated to give `num_batches` batches
-    (one_pass: not repeated; the caller iterates epochs, as AutoTune needs to act).
+    """Source -> the article's map -> [extra map] -> batch -> [per-batch map], repeated to give
+    `num_batches` batches (one_pass: not repeated; the caller iterates epochs, as AutoTune
+    needs to act).
 
     The baseline calls map() WITHOUT num_parallel_workers, exactly as the article's code;
     MindSpore then uses its process-wide default, which this study sets (1, the article's).
@@ -92,9 +132,7 @@ def create_train_dataset(root: str, pipe_cfg, num_batches: int, seed: int,
         ds.config.set_prefetch_size(pipe_cfg.prefetch_size)
     if pipe_cfg.global_default_workers is not None:
         ds.config.set_num_parallel_workers(min(pipe_cfg.global_default_workers, workers.cpu_count))
-    # Only the JPEGs the manifest lists: a stray README.txt in a class folder is no sample.
-    data = ds.ImageFolderDataset(root, shuffle=pipe_cfg.shuffle, decode=False,
-                                 extensions=JPEG_EXTENSIONS)
+    data = create_source(root, pipe_cfg, workers.cpu_count)
     per_epoch = data.get_dataset_size() // pipe_cfg.batch_size
     if per_epoch < 1:
         raise ValueError(f"The dataset at {root} has {data.get_dataset_size()} images, fewer than "
@@ -107,11 +145,16 @@ def create_train_dataset(root: str, pipe_cfg, num_batches: int, seed: int,
                         num_parallel_workers=workers.effective)
     if pipe_cfg.extra_transform:
         extra = load_transform(pipe_cfg.extra_transform, dict(pipe_cfg.extra_transform_args))
-        extra_workers = pipe_cfg.extra_transform_workers
-        kwargs = {} if extra_workers is None else {
-            "num_parallel_workers": min(extra_workers, workers.cpu_count)}
-        data = data.map(operations=[extra], input_columns="image", **kwargs)
+        data = data.map(operations=[extra], input_columns="image",
+                        python_multiprocessing=pipe_cfg.extra_transform_multiprocessing,
+                        **_workers_kwarg(pipe_cfg.extra_transform_workers, workers.cpu_count))
     data = data.batch(pipe_cfg.batch_size, drop_remainder=pipe_cfg.drop_remainder)
+    if pipe_cfg.batch_transform:
+        per_batch = load_transform(pipe_cfg.batch_transform, dict(pipe_cfg.batch_transform_args),
+                                   key="pipeline.batch_transform")
+        data = data.map(operations=[per_batch], input_columns="image",
+                        python_multiprocessing=pipe_cfg.batch_transform_multiprocessing,
+                        **_workers_kwarg(pipe_cfg.batch_transform_workers, workers.cpu_count))
     if one_pass:  # real epochs, iterated by the caller: AutoTune adjusts at each epoch's end
         return data
     return data.repeat(math.ceil(num_batches / per_epoch))
@@ -121,12 +164,19 @@ def _operation_name(op: dict) -> str:
     return str(op.get("tensor_op_name") or op.get("python_module") or op.get("op_type") or "?")
 
 
-def describe(dataset: ds.Dataset) -> list[dict]:
+def _is_python(node: dict) -> bool:
+    return node.get("op_type") == "GeneratorDataset" or any(
+        "py_transforms" in str(op.get("python_module", "")) for op in node.get("operations", []))
+
+
+def describe(dataset: ds.Dataset, pipe_cfg=None) -> list[dict]:
     """The pipeline's operators, consumer first (the order MindData numbers them in).
 
     Each: op_type (Map, Batch, ImageFolderDataset, ...), num_parallel_workers, the
-    transforms of a map, and the queue capacity. The dataset profiler only says "MapOp";
-    this lets the diagnosis name the map a user would recognise.
+    transforms of a map, the queue capacity, whether it runs Python code, and (given the
+    pipeline config) the config key that sets its workers and whether it runs in processes.
+    The dataset profiler only says "MapOp"; this lets the diagnosis name the map a user
+    would recognise and the setting that sizes it.
     """
     nodes = []
 
@@ -136,9 +186,37 @@ def describe(dataset: ds.Dataset) -> list[dict]:
             "num_parallel_workers": node.get("num_parallel_workers"),
             "operations": [_operation_name(op) for op in node.get("operations", [])],
             "connector_queue_size": node.get("connector_queue_size"),
+            "python": _is_python(node),
         })
         for child in node.get("children", []):
             walk(child)
 
     walk(ds.serialize(dataset))
+    if pipe_cfg is not None:
+        _annotate(nodes, pipe_cfg)
     return nodes
+
+
+def _annotate(nodes: list[dict], pipe_cfg) -> None:
+    """Give each sized operator its config key (consumer first: [per-batch map], Batch,
+    [extra map], the article's map, the source)."""
+    after_batch = False
+    maps_below_batch = []
+    for node in nodes:
+        kind = node["op_type"]
+        if kind == "Batch":
+            after_batch = True
+        elif kind == "Map" and not after_batch and pipe_cfg.batch_transform:
+            node.update(config_key="pipeline.batch_transform_workers", per_batch=True,
+                        multiprocessing=bool(pipe_cfg.batch_transform_multiprocessing))
+        elif kind == "Map" and after_batch:
+            maps_below_batch.append(node)
+        elif kind in ("ImageFolderDataset", "GeneratorDataset"):
+            node.update(config_key="pipeline.reader_workers", per_batch=False, multiprocessing=False)
+    if pipe_cfg.extra_transform and maps_below_batch:
+        maps_below_batch.pop(0).update(
+            config_key="pipeline.extra_transform_workers", per_batch=False,
+            multiprocessing=bool(pipe_cfg.extra_transform_multiprocessing))
+    if maps_below_batch:
+        maps_below_batch[0].update(config_key="pipeline.num_parallel_workers", per_batch=False,
+                                   multiprocessing=False)

@@ -17,7 +17,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
-from perfstudy.advisor import predict  # noqa: E402
+from perfstudy.advisor import PRIMARY_KEY, predict  # noqa: E402
 
 TARGET = 0.10  # the recommended setting's measured step should be within 10 % of the best
 
@@ -37,6 +37,15 @@ def _workers(arm) -> int:
     return int(arm.summary["num_parallel_workers"]["effective"])
 
 
+def _settings(arm) -> dict[str, Any]:
+    """The arm's sized operators as the advisor names them (older runs: the article's map)."""
+    return arm.summary.get("operator_settings") or {PRIMARY_KEY: _workers(arm)}
+
+
+def _counts(advice: dict[str, Any]) -> list[int]:
+    return list(range(1, int(advice["cores"]) + 1))
+
+
 def whatif_table(arms: list) -> pd.DataFrame:
     """Per arm: workers, measured and predicted steady step, error; then predicted-only rows."""
     source = source_arm(arms)
@@ -45,7 +54,7 @@ def whatif_table(arms: list) -> pd.DataFrame:
     advice = source.diagnosis["advisor"]
     rows = []
     for arm in _fixed(arms):  # AutoTune has no single worker count to predict
-        predicted = predict(advice, _workers(arm))
+        predicted = predict(advice, _settings(arm))
         measured = arm.summary["steady_step_ms"]
         rows.append({"arm": arm.name, "map workers": _workers(arm),
                      "measured step (ms)": round(measured),
@@ -53,9 +62,10 @@ def whatif_table(arms: list) -> pd.DataFrame:
                      "error": f"{100 * (predicted['step_ms'] - measured) / measured:+.1f} %",
                      "predicted pace": predicted["binding"]})
     ran = {_workers(a) for a in arms}
-    for row in advice["predictions"]:
-        if row["workers"] not in ran:
-            rows.append({"arm": "(not run)", "map workers": row["workers"], "measured step (ms)": "",
+    for workers in _counts(advice):
+        if workers not in ran:
+            row = predict(advice, {PRIMARY_KEY: workers})
+            rows.append({"arm": "(not run)", "map workers": workers, "measured step (ms)": "",
                          "predicted step (ms)": round(row["step_ms"]), "error": "",
                          "predicted pace": row["binding"]})
     return pd.DataFrame(rows)
@@ -131,9 +141,9 @@ def figure_scaling(arms: list, path: Path) -> Path | None:
     if source is None or len({_workers(a) for a in fixed}) < 2:
         return None
     advice = source.diagnosis["advisor"]
-    counts = sorted({*(_workers(a) for a in fixed), *(r["workers"] for r in advice["predictions"])})
+    counts = sorted({*(_workers(a) for a in fixed), *_counts(advice)})
     fig, ax = plt.subplots(figsize=(6.4, 3.8))
-    ax.plot(counts, [predict(advice, w)["step_ms"] for w in counts], "--", color="#7f7f7f",
+    ax.plot(counts, [predict(advice, {PRIMARY_KEY: w})["step_ms"] for w in counts], "--", color="#7f7f7f",
             label=f"predicted from {source.name}")
     points = sorted(fixed, key=_workers)
     ax.plot([_workers(a) for a in points], [a.summary["steady_step_ms"] for a in points], "o",

@@ -21,7 +21,7 @@ import pandas as pd
 from mindspore import nn, ops
 from mindspore.dataset import config as ds_config
 
-from perfstudy import autotune, pipeline, steptrace
+from perfstudy import autotune, opprobe, pipeline, steptrace
 from perfstudy import config as config_mod
 from perfstudy import data as data_mod
 from perfstudy.io import check_writable, write_csv, write_json
@@ -68,8 +68,9 @@ class TrainStep:
     0.60 s per step, ResNet50 batch 32 at 32 px, 2 cores).
     """
 
-    def __init__(self, cfg) -> None:
-        self.net = create_model(cfg.model.name, cfg.model.num_classes)
+    def __init__(self, cfg, num_classes: int | None = None) -> None:
+        self.num_classes = num_classes or cfg.model.num_classes
+        self.net = create_model(cfg.model.name, self.num_classes)
         self.net.set_train(True)
         total = cfg.trainer.steps + extra_steps(cfg.profiler) + cfg.trainer.calibration_steps
         self.optimizer = create_optimizer(self.net, cfg.optimizer, total)
@@ -138,6 +139,47 @@ def precompile(step: TrainStep, cfg) -> float:
     return seconds
 
 
+def check_labels(labels, num_classes: int, index: int) -> None:
+    """Stop before a step that would train on labels the model has no output for."""
+    top = int(labels.asnumpy().max()) if hasattr(labels, "asnumpy") else int(np.max(labels))
+    if top >= num_classes:
+        raise ValueError(f"Step {index} has label {top}, but the model has {num_classes} classes "
+                         f"(0..{num_classes - 1}); set model.num_classes to the dataset's class count.")
+
+
+def model_classes(cfg, manifest: dict[str, Any]) -> int:
+    """The model's class count: model.num_classes, raised to a user folder's class count (its
+    labels are 0..classes-1: fewer outputs would train on out-of-range labels)."""
+    folder = int(manifest.get("num_classes") or 0)
+    if cfg.data.path and folder > cfg.model.num_classes:
+        log.warning("%s has %d classes but model.num_classes is %d: building the model with %d "
+                    "outputs (set model.num_classes=%d to silence this).", cfg.data.path, folder,
+                    cfg.model.num_classes, folder, folder)
+        return folder
+    return cfg.model.num_classes
+
+
+def buffered_batches(nodes: list[dict], batch_size: int) -> float:
+    """How many batches the pipeline's queues hold when full (row queues count rows/batch)."""
+    total, rows = 0.0, False
+    for node in nodes:  # consumer first: queues above Batch hold batches, below it rows
+        size = node.get("connector_queue_size") or 0
+        total += size / batch_size if rows else size
+        rows = rows or node["op_type"] == "Batch"
+    return total
+
+
+def operator_settings(nodes: list[dict]) -> dict[str, Any]:
+    """Workers (and processes) per sized operator, as the advisor's settings name them."""
+    settings: dict[str, Any] = {}
+    for node in nodes:
+        if node.get("config_key"):
+            settings[node["config_key"]] = node.get("num_parallel_workers") or 1
+            if node.get("multiprocessing"):
+                settings[node["config_key"] + ":multiprocessing"] = True
+    return settings
+
+
 def train_loop(step: TrainStep, dataset, steps: int, batch_size: int, log_every: int,
                profiler: RunProfiler | None = None,
                first_index: int = 0) -> tuple[list[steptrace.StepTimes], tuple]:
@@ -160,13 +202,16 @@ def train_loop(step: TrainStep, dataset, steps: int, batch_size: int, log_every:
             except StopIteration:  # an epoch ended (AutoTune adjusts here); the next one follows
                 batch = next(iterator)
             data_ready = time.time()
+            check_labels(batch[1], step.num_classes, index)
             loss, fwd_bwd_end, end = _timed_step(step, batch[0], batch[1])
             if profiler is not None:
                 profiler.step_end(index)
                 end = time.time()  # a stop at the window's end is part of this step
             if not np.isfinite(loss):
                 raise FloatingPointError(
-                    f"The loss became {loss} at step {index}; lower optimizer.lr.")
+                    f"The loss became {loss} at step {index}; likely causes: a learning rate too "
+                    "high for this batch (lower optimizer.lr), labels outside the model's classes "
+                    "(model.num_classes), or NaN/inf values produced by a transform of your own.")
             records.append(steptrace.StepTimes(index, start, data_ready, fwd_bwd_end, end, loss))
             previous_end = end
             if index % log_every == 0 or index == first_index + steps - 1:
@@ -213,7 +258,8 @@ def calibrate(step: TrainStep, batch, cfg, workers: pipeline.Workers, root: str)
         iterator.stop()
     return {"compute_wall_ms": compute_wall * 1e3, "compute_cpu_ms": compute_cpu * 1e3,
             "pipeline_wall_ms": pipe_wall * 1e3, "pipeline_cpu_ms": pipe_cpu * 1e3,
-            "compute_steps": count, "pipeline_batches": batches}
+            "compute_steps": count, "pipeline_batches": batches,
+            "operators": opprobe.probe(cfg.pipeline, root, workers.cpu_count)}
 
 
 def run(cfg, manifest_path: str | Path | None = None) -> dict[str, Any]:
@@ -233,7 +279,7 @@ def run(cfg, manifest_path: str | Path | None = None) -> dict[str, Any]:
              "effective %d of %d CPUs", cfg.study, cfg.arm, manifest["num_images"],
              manifest["num_classes"], manifest["root"], workers.requested, workers.effective,
              workers.cpu_count)
-    train_step = TrainStep(cfg)
+    train_step = TrainStep(cfg, model_classes(cfg, manifest))
     compile_s = precompile(train_step, cfg) if cfg.trainer.compile_first else None
     if compile_s is not None:
         log.info("graphs compiled on a synthetic batch in %.1f s, before the pipeline starts",
@@ -274,7 +320,8 @@ def run(cfg, manifest_path: str | Path | None = None) -> dict[str, Any]:
             more, last_batch = train_loop(train_step, profiled_data, extra, cfg.pipeline.batch_size,
                                           cfg.trainer.log_every, profiler, first_index=cfg.trainer.steps)
             records += more
-    write_json(run_dir / "profile" / "pipeline.json", pipeline.describe(dataset))
+    nodes = pipeline.describe(dataset, cfg.pipeline)
+    write_json(run_dir / "profile" / "pipeline.json", nodes)
     calibration = calibrate(train_step, last_batch, cfg, workers, manifest["root"])
     profile_meta = profiler.finish()  # the op profile's analysis, after all timing
     all_steps = steptrace.steps_frame(records, cfg.pipeline.batch_size)
@@ -299,6 +346,10 @@ def run(cfg, manifest_path: str | Path | None = None) -> dict[str, Any]:
         **stats,
         "drain_rule": drain_rule,
         "num_parallel_workers": workers.as_dict(),
+        "operator_settings": operator_settings(nodes),
+        "buffered_batches": buffered_batches(nodes, cfg.pipeline.batch_size),
+        "warmup_steps": cfg.trainer.warmup_steps,
+        "model_num_classes": train_step.num_classes,
         "batch_size": cfg.pipeline.batch_size,
         "image_size": cfg.pipeline.image_size,
         "train_wall_s": train_wall_s,
@@ -308,8 +359,9 @@ def run(cfg, manifest_path: str | Path | None = None) -> dict[str, Any]:
         "steady_vs_floor": stats["steady_step_ms"] / floors["floor_ms"],
         "config_hash": config_mod.config_hash(cfg),
         "dataset_sha256": manifest["dataset_sha256"],
-        "dataset": {k: manifest.get(k) for k in ("source", "root", "num_images", "num_classes",
-                                                 "total_bytes")},
+        "dataset": {**{k: manifest.get(k) for k in ("source", "root", "num_images", "num_classes",
+                                                    "total_bytes")},
+                    "mean_megapixels": data_mod.mean_megapixels(manifest)},
         **git_state(),
         "mindspore_version": ms.__version__,
         "mindspore_commit": mindspore_build()["commit"],

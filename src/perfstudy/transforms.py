@@ -1,8 +1,9 @@
 """Custom transforms for pipeline.extra_transform (a map after the case study's).
 
-`Sleep` stands in for an expensive transform of a user's own (a Python augmentation, a
-slow decoder): it passes the image through after waiting, so a test can check that the
-diagnosis names it as the slow operator. Any "module:Callable" that maps a numpy image
+`Sleep` stands in for a transform that waits (I/O, a remote service), `PythonBurn` for one
+that computes in Python (holding the GIL), `BatchBlur` for a vectorised per-batch one: each
+passes the data through unchanged in shape, so the diagnosis benchmark (study `scenarios`)
+can check that the diagnosis names the right operator and setting. Any "module:Callable" that maps a numpy image
 to a numpy image works the same way.
 """
 
@@ -27,17 +28,54 @@ class Sleep:
         return image
 
 
-def load_transform(spec: str, args: dict[str, Any] | None = None) -> Callable:
+class PythonBurn:
+    """Return the image unchanged after `milliseconds` of CPU work in pure Python.
+
+    It holds the GIL while it works (a Python loop, like a hand-written augmentation), so
+    MindSpore's thread workers cannot run two of it at once; worker processes can.
+    """
+
+    def __init__(self, milliseconds: float = 20.0) -> None:
+        self.milliseconds = float(milliseconds)
+
+    def __call__(self, image: np.ndarray) -> np.ndarray:
+        deadline = time.thread_time() + self.milliseconds / 1e3  # CPU time of this thread
+        count = 0
+        while time.thread_time() < deadline:
+            count += 1
+        return image
+
+
+class BatchBlur:
+    """A per-batch augmentation in NumPy: `passes` 3x3 box blurs of the whole batch (NCHW).
+
+    Vectorised: NumPy releases the GIL inside each array operation, so it sits between a
+    pure-Python transform and a C++ one; how it scales with workers is measured, not assumed.
+    """
+
+    def __init__(self, passes: int = 8) -> None:
+        self.passes = int(passes)
+
+    def __call__(self, batch: np.ndarray) -> np.ndarray:
+        out = batch.astype(np.float32, copy=True)
+        for _ in range(self.passes):
+            padded = np.pad(out, ((0, 0), (0, 0), (1, 1), (1, 1)), mode="edge")
+            out = sum(padded[:, :, dy:dy + out.shape[2], dx:dx + out.shape[3]]
+                      for dy in range(3) for dx in range(3)) / 9.0
+        return out.astype(batch.dtype, copy=False)
+
+
+def load_transform(spec: str, args: dict[str, Any] | None = None,
+                   key: str = "pipeline.extra_transform") -> Callable:
     """Import "module:Callable"; a class is instantiated with `args`, a function returned as is."""
     module_name, _, attr = spec.partition(":")
     try:
         target = getattr(importlib.import_module(module_name), attr)
     except (ImportError, AttributeError) as exc:
-        raise ValueError(f"pipeline.extra_transform {spec!r} cannot be imported ({exc}); "
+        raise ValueError(f"{key} {spec!r} cannot be imported ({exc}); "
                          "give 'module:Callable' importable from this environment.") from None
     if isinstance(target, type):
         return target(**(args or {}))
     if args:
-        raise ValueError(f"pipeline.extra_transform {spec!r} is a function, so "
-                         "pipeline.extra_transform_args must be empty.")
+        raise ValueError(f"{key} {spec!r} is a function, so {key}_args must be empty.")
     return target

@@ -1,0 +1,215 @@
+"""One answer per arm: the verdict, the culprit, the setting and its predicted step.
+
+Everything that shows an arm's recommendation (diagnosis.json, the headline, the report,
+MLflow tags, the study's parent run) presents what `decide` returns; nothing else decides.
+
+* Validity first: a steady step clearly below the input floor (the pipeline alone) or the
+  compute floor (the network alone) cannot be a steady state; the window was served from
+  batches buffered before it. Then no verdict is issued, and the answer says how many steps
+  would drain the buffer (buffered batches / the deficit per step).
+* The setting comes from the what-if model (perfstudy.advisor): the cheapest setting of every
+  sized operator within 5 % of the best predicted step. "No setting helps" is said only when
+  the model predicts less than 5 % gain at every setting up to the CPU count, with the
+  numbers it rests on; a busy-CPU reading alone never decides it.
+* The culprit is the operator the model finds slowest at the current setting (the one whose
+  workers change the step); MindInsight's queue rule is kept as evidence beside it.
+* Remedies follow the culprit's kind: decode (source size, with what a smaller source
+  would give), Python (workers, processes, vectorising or a C++ op), waiting (workers),
+  computing in C++ (more cores, a cheaper op), or none in the pipeline when the network binds.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from perfstudy.advisor import MP, describe_settings, predict
+
+NOT_STEADY = 0.92  # steady step / floor below this: the window was not steady
+DECODE_OPS = ("Decode", "RandomCropDecodeResize", "DecodeVideo")
+SMALLEST_CROP_SCALE = 0.08  # RandomCropDecodeResize's scale=(0.08, 1.0): the smallest crop's area
+
+
+def validity(summary: dict[str, Any], compute_ms: float) -> dict[str, Any]:
+    """Is the measured window a steady state? If not, how many steps would be."""
+    floors = {"input": summary.get("input_floor_ms"), "compute": summary.get("compute_floor_ms")}
+    floors = {k: v for k, v in floors.items() if v}
+    if not floors:
+        return {"steady": True}
+    which = max(floors, key=floors.get)
+    ratio = summary["steady_step_ms"] / floors[which]
+    if ratio >= NOT_STEADY:
+        return {"steady": True, "steady_vs_floor": ratio, "floor": which}
+    buffered = summary.get("buffered_batches") or 0
+    deficit = floors[which] - compute_ms  # what each step takes out of the buffer, in ms
+    drain = math.ceil(buffered * floors[which] / deficit) if deficit > 0 and buffered else None
+    steps = None if drain is None else 1 + summary.get("warmup_steps", 1) + drain + max(10, drain)
+    sentence = (f"Not a steady state: the measured step ({summary['steady_step_ms']:.0f} ms) is "
+                f"{ratio:.2f}x the {which} floor ({floors[which]:.0f} ms, the "
+                + ("pipeline" if which == "input" else "network") + " alone), so the "
+                f"{summary['steps_measured']} measured steps were served from batches buffered "
+                "before them")
+    if steps is not None:
+        sentence += (f"; about {buffered:.1f} batches were buffered and each step drains "
+                     f"{deficit:.0f} ms of the {floors[which]:.0f} ms a batch takes, so the buffer "
+                     f"lasts ~{drain} steps: run trainer.steps >= {steps} for a steady window")
+    else:
+        sentence += "; run more trainer.steps for a steady window"
+    return {"steady": False, "steady_vs_floor": ratio, "floor": which, "floor_ms": floors[which],
+            "buffered_batches": buffered, "drain_steps": drain, "steps_needed": steps,
+            "sentence": sentence + "; no verdict is issued on this window."}
+
+
+def culprit_kind(stage: dict[str, Any] | None) -> str | None:
+    """decode | python | waits | computes for a stage of the model (None: no culprit)."""
+    if stage is None:
+        return None
+    if any(op in DECODE_OPS for op in stage.get("operations", [])):
+        return "decode"
+    if stage["kind"] == "probed":
+        return "python"
+    return "waits" if stage["kind"] == "waits" else "computes"
+
+
+def _bounded_side(image_size: int) -> int:
+    """Smallest source side at which RandomCropDecodeResize's smallest crop is not upsampled."""
+    return math.ceil(image_size / math.sqrt(SMALLEST_CROP_SCALE))
+
+
+def _decode_remedy(advice: dict[str, Any], stage: dict[str, Any], summary: dict[str, Any],
+                   best: dict[str, Any]) -> str:
+    data = summary.get("dataset") or {}
+    count = data.get("num_images") or 0
+    size = (f"the source JPEGs average {data['total_bytes'] / count / 1e3:,.0f} KB"
+            if count and data.get("total_bytes") else "")
+    mp = data.get("mean_megapixels")
+    side = _bounded_side(summary.get("image_size") or 224)
+    text = f"decode less: {size}" + (f" and {mp:.2f} megapixels per image" if mp else "")
+    if mp:
+        target = side * side * 4 / 3 / 1e6  # 4:3 at the bounded short side
+        if target < mp:
+            scaled = {**advice, "stages": [{**s, "cpu_ms_per_batch": s["cpu_ms_per_batch"] * target / mp}
+                                           if s is stage else s for s in advice["stages"]]}
+            smaller = min((predict(scaled, r["settings"]) for r in advice["predictions"]),
+                          key=lambda r: r["step_ms"])
+            text += (f"; the decode cost scales with megapixels, so a source stored at a {side} px "
+                     f"short side ({target:.3f} MP, where the smallest random crop of a "
+                     f"{summary.get('image_size')} px input is not upsampled) is predicted to give "
+                     f"{smaller['step_ms']:.0f} ms per step against {best['step_ms']:.0f} ms at the "
+                     "best setting now (convert once, e.g. to MindRecord at that resolution)")
+    return text
+
+
+def remedies(kind: str | None, advice: dict[str, Any], stage: dict[str, Any] | None,
+             summary: dict[str, Any], best: dict[str, Any]) -> list[str]:
+    """What would help, by the kind of the culprit; only numbers that bear on it."""
+    cores = advice["cores"]
+    if kind == "decode":
+        return [_decode_remedy(advice, stage, summary, best),
+                f"or decode on the accelerator, or more cores (CPU floor {best['cpu_floor_ms']:.0f} ms "
+                f"on {cores} CPUs)"]
+    if kind == "python":
+        points = stage["points"]
+        threads = {p["workers"]: p["wall_ms_per_batch"] for p in points if not p["multiprocessing"]}
+        procs = {p["workers"]: p["wall_ms_per_batch"] for p in points if p["multiprocessing"]}
+        top = max(threads)
+        measured = (f"alone it took {threads[1]:.0f} ms per batch with 1 thread worker and "
+                    f"{threads[top]:.0f} ms with {top}")
+        if procs:
+            measured += f", {procs.get(max(procs)):.0f} ms with {max(procs)} worker processes"
+        return [f"{stage['label']} runs Python ({measured})",
+                "more workers or python_multiprocessing=True where the probe shows they scale",
+                "vectorise it (NumPy on whole batches) or write it as a C++ op (mindspore.dataset.vision)"]
+    if kind == "waits":
+        return [f"{stage['label']} waits rather than computes ({100 * stage['busy_per_worker']:.0f} % of "
+                "a core per worker): more workers overlap the waits, but MindSpore caps "
+                f"num_parallel_workers at the {cores} CPUs; beyond that, fetch asynchronously or cache"]
+    if kind == "computes":
+        return [f"{stage['label']} computes in C++: a cheaper or fewer transforms, or more cores "
+                f"(CPU floor {best['cpu_floor_ms']:.0f} ms on {cores} CPUs)"]
+    if best["binding"] == "cpu":
+        return [f"nothing in the pipeline's settings: the CPUs are full (pipeline "
+                f"{best['pipeline_cpu_ms']:.0f} + network {advice['network_cpu_ms']:.0f} CPU-ms per "
+                f"step on {cores} CPUs = {best['cpu_floor_ms']:.0f} ms); cheaper transforms, an "
+                "accelerator for the network, or more cores"]
+    return [f"nothing in the pipeline: the network's compute ({advice['network_wall_ms']:.0f} ms "
+            "per step alone) sets the pace; a smaller input or model, an accelerator, or more cores"]
+
+
+def decide(summary: dict[str, Any], advice: dict[str, Any], band: str, compute_ms: float,
+           queue_culprit: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The arm's answer: verdict (bound), action, setting, predicted step, culprit, remedies."""
+    check = validity(summary, compute_ms)
+    measured = summary["steady_step_ms"]
+    base = {"validity": check, "measured_step_ms": measured,
+            "predicted_now_ms": advice["predicted_now_ms"], "source": advice["source"]}
+    if not check["steady"]:
+        return {**base, "bound": "not_steady", "action": "not_steady", "culprit_key": None,
+                "culprit_label": None, "culprit_kind": None, "changes": {}, "remedies": [],
+                "settings": advice["now"], "predicted_step_ms": advice["predicted_now_ms"],
+                "sentence": check["sentence"]}
+    now = advice["now"]
+    stages = {s["label"]: s for s in advice["stages"]}
+    now_row = predict(advice, now)
+    pick = predict(advice, advice["recommended"])
+    best = min(advice["predictions"], key=lambda r: r["step_ms"])
+    slowest = stages[now_row["slowest_stage"]]
+    input_side = band != "not" or now_row["binding"] == "pipeline"
+    culprit = slowest if input_side else None
+    kind = culprit_kind(culprit)
+    changes = {k: v for k, v in advice["recommended"].items() if now.get(k) != v}
+    gain = now_row["step_ms"] / pick["step_ms"] - 1
+    binding_words = {"cpu": "cpu", "pipeline": "input", "network": "compute"}
+    if changes:
+        action, bound = "set_workers", "input"
+        sentence = (f"Set {describe_changes(changes, advice)}: predicted {pick['step_ms']:.0f} ms per "
+                    f"step against {now_row['step_ms']:.0f} ms now ({1 + gain:.2f}x; measured now "
+                    f"{measured:.0f} ms), within 5 % of the best of every setting up to "
+                    f"{advice['cores']} workers; {culprit['label'] if culprit else 'the pipeline'} "
+                    "is the slow operator")
+        if kind == "python":
+            sentence += f" ({remedies(kind, advice, culprit, summary, best)[0]})"
+    elif input_side:
+        action = "cannot_help"
+        bound = binding_words[now_row["binding"]]
+        why = {"cpu": (f"the CPUs are full: pipeline {now_row['pipeline_cpu_ms']:.0f} + network "
+                       f"{advice['network_cpu_ms']:.0f} CPU-ms per step on {advice['cores']} CPUs "
+                       f"= {now_row['cpu_floor_ms']:.0f} ms"),
+               "pipeline": (f"{slowest['label']} needs {now_row['slowest_stage_ms']:.0f} ms per batch "
+                            "at every setting the model tried"),
+               "network": f"the network needs {now_row['network_ms']:.0f} ms per step"}[now_row["binding"]]
+        sentence = (f"No worker setting helps: the best of every setting up to {advice['cores']} "
+                    f"workers is predicted {100 * (now_row['step_ms'] / best['step_ms'] - 1):.1f} % "
+                    f"faster than now ({best['step_ms']:.0f} against {now_row['step_ms']:.0f} ms; "
+                    f"5 % is the bar), because {why}; what would: "
+                    + "; ".join(remedies(kind, advice, culprit, summary, best)))
+    else:
+        action = "none"
+        bound = "cpu" if now_row["binding"] == "cpu" else "compute"
+        sentence = (f"Keep the pipeline as it is: the step waits for data "
+                    f"{100 * summary['gap_share']:.1f} % of the time and no setting is predicted to "
+                    f"be 5 % faster; what bounds it: " + "; ".join(remedies(None, advice, None, summary, best)))
+    return {**base, "bound": bound, "action": action, "changes": changes,
+            "settings": advice["recommended"], "predicted_step_ms": pick["step_ms"],
+            "predicted_gain": gain, "culprit_key": culprit["key"] if culprit else None,
+            "culprit_label": culprit["label"] if culprit else None, "culprit_kind": kind,
+            "queue_rule_culprit": (queue_culprit or {}).get("label"),
+            "workers": changes.get(culprit["key"]) if culprit and changes else None,
+            "remedies": remedies(kind, advice, culprit, summary, best) if action != "set_workers" else [],
+            "sentence": sentence + "."}
+
+
+def describe_changes(changes: dict[str, Any], advice: dict[str, Any]) -> str:
+    """The changed keys as a user would type them."""
+    words = []
+    for key, value in changes.items():
+        if key.endswith(MP):
+            continue
+        text = f"{key}={value}"
+        if changes.get(key + MP):
+            text += f" with {key.rsplit('_workers', 1)[0]}_multiprocessing=true"
+        words.append(text)
+    for key, value in changes.items():  # processes switched without a change of workers
+        if key.endswith(MP) and key[: -len(MP)] not in changes:
+            words.append(f"{key[: -len(MP)].rsplit('_workers', 1)[0]}_multiprocessing={str(bool(value)).lower()}")
+    return ", ".join(words) or describe_settings(advice["recommended"], advice)
