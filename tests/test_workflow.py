@@ -118,3 +118,37 @@ def test_sweep_arms_are_the_sweeps_overrides_plus_the_value():
     wf["studies"]["s"]["arms"]["w_4"] = ["experiment=tuned"]
     with pytest.raises(ConfigError, match="also written under `arms:`"):
         arm_table(wf)
+
+
+def test_the_scenarios_study_plans_each_diagnosed_run_and_its_sweep(tmp_path):
+    from perfstudy.provenance import cpu_count
+
+    result = snakemake("-n", "--cores", "2", "--config", "study=scenarios", "overrides=[size=smoke]",
+                       workdir=tmp_path)
+    assert result.returncode == 0, result.stderr
+    out = result.stdout + result.stderr
+    # 7 diagnosed runs; sweeps of 1..CPUs for 6 scenarios (decode_cpus reuses decode_1's), twice
+    # (threads, processes) for the 2 Python maps
+    trains = 7 + cpu_count() * (6 + 2)
+    assert any(line.split() == ["train", str(trains)] for line in out.splitlines()), out[-2000:]
+    for run in ("python_cpu", "python_cpu_w1_mp", "slow_reader_w1", "decode_cpus", "batch_transform_w1"):
+        assert f"runs/scenarios/{run}/steps.csv" in out
+
+
+def test_scenario_arms_carry_their_role_truth_and_key():
+    from perfstudy.config import ConfigError
+    from perfstudy.study import arm_table, compose_arm
+
+    wf = {"study": "b", "results": "r", "overrides": ["size=smoke"], "studies": {"b": {"scenarios": {
+        "slow": {"arm": ["experiment=slow_reader"], "key": "pipeline.reader_workers", "values": [1, 2]},
+        "same": {"arm": ["experiment=slow_reader", "pipeline.reader_workers=2"], "truth": "slow"}}}}}
+    assert list(arm_table(wf)) == ["slow", "slow_w1", "slow_w2", "same"]
+    cfg = compose_arm(wf, "b", "slow_w2")
+    assert (cfg.scenario.role, cfg.scenario.truth, cfg.pipeline.reader_workers) == ("truth", "slow", 2)
+    assert cfg.profiler.name == "off" and cfg.pipeline.reader_delay_ms == 40
+    same = compose_arm(wf, "b", "same")
+    assert (same.scenario.role, same.scenario.truth, same.scenario.key) == \
+        ("diagnosed", "slow", "pipeline.reader_workers")
+    wf["studies"]["b"]["select"] = ["same"]
+    with pytest.raises(ConfigError, match="needs scenario 'slow'"):
+        arm_table(wf)

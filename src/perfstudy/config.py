@@ -169,6 +169,16 @@ class PathsConfig:
 
 
 @dataclass
+class ScenarioConfig:
+    """Where a run sits in a diagnosis benchmark (study `scenarios`); empty elsewhere."""
+
+    name: str = ""  # the scenario whose sweep this run belongs to, or which it diagnoses
+    role: str = ""  # "diagnosed": the profiled run; "truth": one setting of the measured sweep
+    truth: str = ""  # the diagnosed run's ground truth: the sweep of this scenario
+    key: str = ""  # the config key the sweep varies
+
+
+@dataclass
 class RunConfig:
     """One training run of one arm of one study."""
 
@@ -185,6 +195,7 @@ class RunConfig:
     profiler: ProfilerConfig = field(default_factory=ProfilerConfig)
     tracking: TrackingConfig = field(default_factory=TrackingConfig)
     paths: PathsConfig = field(default_factory=PathsConfig)
+    scenario: ScenarioConfig = field(default_factory=ScenarioConfig)
 
 
 _CHOICES = {
@@ -350,7 +361,7 @@ def to_container(cfg: DictConfig) -> dict[str, Any]:
 # Keys that say where a run writes, not what it computes: left out of the hash so the
 # same experiment in another results folder hashes the same.
 # repeat is left out too: all repeats of an arm share its hash (each run records its seed)
-_HASH_EXCLUDED = ("paths", "tracking", "study", "arm", "run", "repeat")
+_HASH_EXCLUDED = ("paths", "tracking", "study", "arm", "run", "repeat", "scenario")
 
 
 def config_hash(cfg: DictConfig) -> str:

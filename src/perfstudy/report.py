@@ -14,7 +14,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from perfstudy import repeats, scaling  # noqa: E402
+from perfstudy import repeats, scaling, scenarios  # noqa: E402
 from perfstudy.diagnosis import input_bound_band  # noqa: E402
 from perfstudy.io import read_json, read_table, write_csv, write_text_atomic  # noqa: E402
 
@@ -408,7 +408,15 @@ def build(study: str, runs: list[Arm], out_dir: str | Path) -> dict[str, Path]:
         verdicts.append(line)
     exclusions = [f"{a.name}: {a.summary['steps_measured']} measured, excluded "
                   f"{a.summary['steps_excluded_by_phase']}; {a.summary['drain_rule']}" for a in arms]
+    bench, bench_points = scenarios.score(arms)
+    if not bench.empty:
+        paths["scenarios"] = write_csv(out / "scenarios.csv", bench)
+        write_csv(out / "scenario_predictions.csv", bench_points)
     sections = [
+        ("Diagnosis benchmark: each diagnosed run against its measured sweep",
+         None if bench.empty else [scenarios.summary_line(bench)]),
+        ("Diagnosis benchmark, by scenario", _or_none(bench)),
+        ("Diagnosis benchmark: predicted against measured at every swept setting", _or_none(bench_points)),
         ("Verdicts", verdicts),
         ("Repeats: spread across seeds, and the speedup's interval",
          repeats.report_table(spread) if spread["repeats"].max() > 1 else None),

@@ -24,7 +24,7 @@ def study_spec(wf_config: dict[str, Any], study: str | None = None) -> dict[str,
         raise ConfigError(f"Unknown study {study!r} in workflow/config.yaml; use one of "
                           f"{', '.join(sorted(studies))} (or add it under `studies:`).")
     spec = studies[study]
-    if not spec.get("arms") and not spec.get("sweep"):
+    if not spec.get("arms") and not spec.get("sweep") and not spec.get("scenarios"):
         raise ConfigError(f"Study {study!r} has no arms in workflow/config.yaml; add at least one "
                           "under `arms:` or a `sweep:`.")
     return spec
@@ -42,6 +42,8 @@ def arm_table(wf_config: dict[str, Any], study: str | None = None) -> dict[str, 
     (`<name>_<value>`: the sweep's overrides plus key=value)."""
     spec = study_spec(wf_config, study)
     arms = dict(spec.get("arms") or {})
+    if spec.get("scenarios"):
+        arms.update(scenario_arms(spec, study or wf_config["study"]))
     sweep = spec.get("sweep")
     if sweep:
         for value in sweep_values(sweep.get("values", "cpus")):
@@ -50,6 +52,40 @@ def arm_table(wf_config: dict[str, Any], study: str | None = None) -> dict[str, 
                 raise ConfigError(f"Study {study or wf_config['study']!r}: the sweep's arm {name!r} "
                                   "is also written under `arms:`; rename one of them.")
             arms[name] = [*sweep.get("overrides", []), f"{sweep['key']}={value}"]
+    return arms
+
+
+def scenario_arms(spec: dict[str, Any], study: str) -> dict[str, list[str]]:
+    """A diagnosis benchmark's arms: per scenario the profiled run `<scenario>`, then its
+    measured sweep `<scenario>_w<value>` (and `..._mp` in processes where `processes` names the
+    key that switches them), profiler off. A scenario with `truth: other` reuses other's sweep."""
+    arms: dict[str, list[str]] = {}
+    chosen = spec.get("select") or list(spec["scenarios"])
+    for name in chosen:
+        if name not in spec["scenarios"]:
+            raise ConfigError(f"Study {study!r} selects scenario {name!r}, which it does not have; use "
+                              f"one of {', '.join(spec['scenarios'])}.")
+        scen = spec["scenarios"][name]
+        truth = scen.get("truth") or name
+        owner = spec["scenarios"].get(truth)
+        if owner is None or not owner.get("key"):
+            raise ConfigError(f"Study {study!r}, scenario {name!r}: its truth {truth!r} is not a "
+                              "scenario with a `key` to sweep.")
+        tag = [f"scenario.name={name}", f"scenario.truth={truth}", f"scenario.key={owner['key']}"]
+        arms[name] = [*scen["arm"], *tag, "scenario.role=diagnosed"]
+        if truth != name:
+            if truth not in chosen:
+                raise ConfigError(f"Study {study!r}: scenario {name!r} needs scenario {truth!r} "
+                                  "(its truth); select both.")
+            continue
+        modes = [False, True] if scen.get("processes") else [False]
+        for value in sweep_values(scen.get("values", "cpus")):
+            for processes in modes:
+                arm = f"{name}_w{value}" + ("_mp" if processes else "")
+                arms[arm] = [*(scen.get("sweep_overrides") or scen["arm"]), "profiler=off",
+                             f"{scen['key']}={value}", *tag, "scenario.role=truth",
+                             *([f"{scen['processes']}={str(processes).lower()}"]
+                               if scen.get("processes") else [])]
     return arms
 
 

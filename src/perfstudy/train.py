@@ -346,6 +346,7 @@ def run(cfg, manifest_path: str | Path | None = None) -> dict[str, Any]:
         **stats,
         "drain_rule": drain_rule,
         "num_parallel_workers": workers.as_dict(),
+        "scenario": config_mod.to_container(cfg.scenario) if cfg.scenario.name else None,
         "operator_settings": operator_settings(nodes),
         "buffered_batches": buffered_batches(nodes, cfg.pipeline.batch_size),
         "warmup_steps": cfg.trainer.warmup_steps,

@@ -1,0 +1,94 @@
+"""The diagnosis benchmark's score (study `scenarios`): each diagnosed run against its sweep.
+
+Per scenario: the profiled run's answer (decision.decide: culprit, setting, predicted step)
+set against the measured sweep of the scenario's key (profiler off, one run per setting):
+* culprit right: where the sweep moves the step by >= 10 %, the culprit must be the swept
+  operator; where it does not, the answer must not claim a worker change helps;
+* the recommended setting's measured step against the sweep's best (target: within 10 %);
+* "no setting helps" said where some setting measured >= 10 % faster than the run's own;
+* the model's predicted step at every swept setting against the measured one (target 15 %).
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from perfstudy.advisor import MP, predict
+
+SWEEP_MATTERS = 0.10
+PICK_TARGET = 0.10
+PREDICTION_TARGET = 0.15
+WRONG_NO_HELP = "wrong 'no setting helps'"
+
+
+def _setting(arm, key: str) -> tuple[int, bool]:
+    settings = arm.summary.get("operator_settings") or {}
+    return int(settings.get(key, 1)), bool(settings.get(key + MP, False))
+
+
+def _label(setting: tuple[int, bool]) -> str:
+    return f"{setting[0]}{' (processes)' if setting[1] else ''}"
+
+
+def score(arms: list) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(one row per diagnosed scenario, one row per predicted-vs-measured swept setting)."""
+    rows, points = [], []
+    for diagnosed in [a for a in arms if (a.summary.get("scenario") or {}).get("role") == "diagnosed"]:
+        spec = diagnosed.summary["scenario"]
+        key = spec["key"]
+        sweep = {_setting(a, key): a for a in arms
+                 if (a.summary.get("scenario") or {}).get("role") == "truth"
+                 and a.summary["scenario"]["name"] == spec["truth"]}
+        answer = (diagnosed.diagnosis or {}).get("recommendation") or {}
+        advice = (diagnosed.diagnosis or {}).get("advisor")
+        if not sweep or not answer or advice is None:
+            continue
+        measured = {s: a.summary["steady_step_ms"] for s, a in sweep.items()}
+        best_setting = min(measured, key=measured.get)
+        best = measured[best_setting]
+        moves = max(measured.values()) / best - 1 >= SWEEP_MATTERS
+        action = answer.get("action")
+        if moves:
+            right = answer.get("culprit_key") == key
+        else:
+            right = action != "set_workers" or key not in {k.removesuffix(MP) for k in answer["changes"]}
+        rec = answer.get("settings") or {}
+        picked = (int(rec.get(key, 1)), bool(rec.get(key + MP, False)))
+        own = _setting(diagnosed, key)
+        picked_ms = measured.get(picked)
+        own_ms = measured.get(own)
+        errors = []
+        for setting, arm in sorted(sweep.items()):
+            predicted = predict(advice, arm.summary.get("operator_settings") or {})["step_ms"]
+            error = (predicted - measured[setting]) / measured[setting]
+            errors.append(abs(error))
+            points.append({"scenario": spec["name"], "setting": f"{key}={_label(setting)}",
+                           "measured step (ms)": round(measured[setting]),
+                           "predicted step (ms)": round(predicted), "error": f"{100 * error:+.1f} %"})
+        wrong_no_help = action == "cannot_help" and own_ms is not None and best < own_ms / (1 + SWEEP_MATTERS)
+        rows.append({
+            "scenario": spec["name"], "swept": key, "verdict": diagnosed.diagnosis["bound"],
+            "culprit named": answer.get("culprit_label") or "none",
+            "culprit right": "yes" if right else "NO",
+            "recommended": _label(picked) if action == "set_workers" else f"keep ({_label(own)})",
+            "its measured step (ms)": "" if picked_ms is None else round(picked_ms),
+            "sweep's best (ms)": f"{round(best)} at {_label(best_setting)}",
+            "pick vs best": "" if picked_ms is None else f"{100 * (picked_ms / best - 1):+.1f} %",
+            "pick within 10 %": "not swept" if picked_ms is None
+            else ("yes" if picked_ms <= best * (1 + PICK_TARGET) else "NO"),
+            WRONG_NO_HELP: "NO" if wrong_no_help else "no",
+            "worst prediction error": f"{100 * max(errors):.1f} %",
+            "predictions within 15 %": "yes" if max(errors) <= PREDICTION_TARGET else "NO",
+        })
+    return pd.DataFrame(rows), pd.DataFrame(points)
+
+
+def summary_line(table: pd.DataFrame) -> str:
+    """One sentence: how many scenarios met each goal."""
+    if table.empty:
+        return ""
+    n = len(table)
+    return (f"{n} scenario(s): culprit right in {(table['culprit right'] == 'yes').sum()}, recommended "
+            f"setting within 10 % of the sweep's best in {(table['pick within 10 %'] == 'yes').sum()}, "
+            f"a wrong 'no setting helps' in {(table[WRONG_NO_HELP] == 'NO').sum()}, "
+            f"every prediction within 15 % in {(table['predictions within 15 %'] == 'yes').sum()}.")
