@@ -14,6 +14,7 @@ import pandas as pd
 
 from perfstudy import tracking
 from perfstudy.cli import main_guard, setup_logging
+from perfstudy.diagnosis import verdict_label
 from perfstudy.io import read_json, write_json
 
 
@@ -42,7 +43,7 @@ def main() -> None:
         diagnosis_path = Path(args.runs_dir) / row.arm / "diagnosis.json"
         if diagnosis_path.is_file():
             diagnosis = read_json(diagnosis_path)
-            tags[f"perfstudy.verdict.{row.arm}"] = (f"{diagnosis['bound']}-bound, "
+            tags[f"perfstudy.verdict.{row.arm}"] = (f"{verdict_label(diagnosis['bound'])}, "
                                                     f"{row.input_bound} input-bound")
             tags[f"perfstudy.culprit.{row.arm}"] = (diagnosis.get("culprit") or {}).get("label", "none")
             tags[f"perfstudy.recommendation.{row.arm}"] = diagnosis["recommendation"]["sentence"]

@@ -69,8 +69,10 @@ def _profiled_stages(summary: dict[str, Any], ops: pd.DataFrame) -> tuple[list[d
                  "cpu_ms_per_batch": cpu_ms[int(row["op_id"])]}
         probe = probed.get(row["config_key"])
         points = [p for p in (probe or {}).get("points", []) if "wall_ms_per_batch" in p]
-        if points:
-            stage.update(kind="probed", points=points)
+        if points:  # how busy one thread worker is alone: computes (>= half a core) or waits
+            one = min(points, key=lambda p: (p["multiprocessing"], p["workers"]))
+            stage.update(kind="probed", points=points, busy_per_worker=min(
+                1.0, one["cpu_ms_per_batch"] / max(one["wall_ms_per_batch"], 1e-9)))
         else:
             per_worker = _num(row.get("cpu_pct_per_worker"), _num(row["cpu_pct"]) / workers)
             busy = min(1.0, max(per_worker / 100, 1e-3))
@@ -245,7 +247,10 @@ def advise(summary: dict[str, Any], ops: pd.DataFrame | None) -> dict[str, Any]:
     primary = next((s for s in model["stages"] if pick["settings"].get(s["key"]) != now.get(s["key"])
                     or pick["settings"].get(s["key"] + MP) != now.get(s["key"] + MP)),
                    max(model["stages"], key=lambda s: now_row["stages_ms"][s["label"]]))
-    return {**model, "now": now, "predictions": table, "recommended": pick["settings"],
+    # the curve MLflow plots: the recommended operator's workers, the others as picked
+    curve = [{"workers": w, "step_ms": predict(model, {**pick["settings"], primary["key"]: w})["step_ms"]}
+             for w in range(1, model["cores"] + 1)]
+    return {**model, "now": now, "predictions": table, "recommended": pick["settings"], "curve": curve,
             "recommended_key": primary["key"],
             "recommended_workers": pick["settings"].get(primary["key"]),
             "predicted_best_ms": best["step_ms"], "predicted_pick_ms": pick["step_ms"],

@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from perfstudy.advisor import MP, describe_settings, predict
+from perfstudy.advisor import COMPUTES, MP, describe_settings, predict
 
 NOT_STEADY = 0.92  # steady step / floor below this: the window was not steady
 DECODE_OPS = ("Decode", "RandomCropDecodeResize", "DecodeVideo")
@@ -66,9 +66,9 @@ def culprit_kind(stage: dict[str, Any] | None) -> str | None:
         return None
     if any(op in DECODE_OPS for op in stage.get("operations", [])):
         return "decode"
-    if stage["kind"] == "probed":
-        return "python"
-    return "waits" if stage["kind"] == "waits" else "computes"
+    if stage["kind"] == "waits" or stage.get("busy_per_worker", 1.0) < COMPUTES:
+        return "waits"
+    return "python" if stage["kind"] == "probed" else "computes"
 
 
 def _bounded_side(image_size: int) -> int:
@@ -117,8 +117,12 @@ def remedies(kind: str | None, advice: dict[str, Any], stage: dict[str, Any] | N
                     f"{threads[top]:.0f} ms with {top}")
         if procs:
             measured += f", {procs.get(max(procs)):.0f} ms with {max(procs)} worker processes"
-        return [f"{stage['label']} runs Python ({measured})",
-                "more workers or python_multiprocessing=True where the probe shows they scale",
+        gil = threads[top] > 0.9 * threads[1]  # thread workers barely overlap: the GIL holds
+        scale = ("thread workers do not overlap it (the GIL serialises it)" if gil else
+                 f"thread workers overlap it ({threads[1] / threads[top]:.1f}x at {top})")
+        if procs and max(procs) > 1:
+            scale += f", worker processes give {procs[1] / procs[max(procs)]:.1f}x at {max(procs)}"
+        return [f"{stage['label']} runs Python ({measured}): {scale}",
                 "vectorise it (NumPy on whole batches) or write it as a C++ op (mindspore.dataset.vision)"]
     if kind == "waits":
         return [f"{stage['label']} waits rather than computes ({100 * stage['busy_per_worker']:.0f} % of "

@@ -36,6 +36,11 @@ def input_bound_band(gap_share: float) -> str:
     return "not"
 
 
+def verdict_label(bound: str) -> str:
+    """How a verdict reads in tables and tags ('input-bound', ..., 'not steady: no verdict')."""
+    return "not steady: no verdict" if bound == "not_steady" else f"{bound}-bound"
+
+
 def find_culprit(ops: pd.DataFrame) -> dict[str, Any] | None:
     """The operator the queue rule blames, with the evidence; None if none matches."""
     if ops is None or ops.empty:

@@ -15,7 +15,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from perfstudy import repeats, scaling, scenarios  # noqa: E402
-from perfstudy.diagnosis import input_bound_band  # noqa: E402
+from perfstudy.diagnosis import input_bound_band, verdict_label  # noqa: E402
 from perfstudy.io import read_json, read_table, write_csv, write_text_atomic  # noqa: E402
 
 # The case study's table (CASE_STUDY.md): ResNet50, batch 32, accelerator, MindInsight.
@@ -23,7 +23,6 @@ PUBLISHED = {
     "baseline": {"gap_ms": 72.8, "step_ms": 90.0},
     "tuned": {"gap_ms": 0.25, "step_ms": 18.07},
 }
-CPU_SATURATED = 1.15  # steady step within 15 % of the CPU floor: the cores are the limit
 
 
 @dataclass
@@ -57,7 +56,8 @@ def _workers_text(summary: dict[str, Any]) -> str:
 
 
 def verdict(arm: Arm, baseline: Arm | None) -> str:
-    """One sentence: is the arm input-bound, how fast is it, what limits it."""
+    """One sentence per arm: how input-bound, how fast, and the diagnosis's answer (the one
+    decision.decide gave; without a diagnosis, only the measured floor, no advice)."""
     s = arm.summary
     band = input_bound_band(s["gap_share"])
     head = (f"{arm.name} ({_workers_text(s)}): "
@@ -66,17 +66,10 @@ def verdict(arm: Arm, baseline: Arm | None) -> str:
             f"(gap {s['gap_ms']['mean']:.0f} ms of a {s['steady_step_ms']:.0f} ms steady step)")
     if baseline is not None and arm is not baseline:
         head += f", {baseline.summary['steady_step_ms'] / s['steady_step_ms']:.2f}x the baseline's speed"
-    limit = s["binding_floor"]
-    ratio = s["steady_vs_floor"]
-    if limit == "cpu" and ratio <= CPU_SATURATED:
-        head += (f"; it runs at {ratio:.2f}x its CPU floor ({s['floor_ms']:.0f} ms: pipeline and "
-                 "network share the cores), so more workers cannot help on this machine")
-    elif band != "not":
-        head += (f"; the pipeline alone delivers a batch every "
-                 f"{s['calibration']['pipeline_wall_ms']:.0f} ms, so more map workers would help")
-    else:
-        head += f"; its floor is {limit} ({s['floor_ms']:.0f} ms), reached at {ratio:.2f}x"
-    return head + "."
+    if arm.diagnosis:
+        return f"{head}. {arm.diagnosis['headline']} {arm.diagnosis['recommendation']['sentence']}"
+    return (f"{head}; its binding floor is {s['binding_floor']} ({s['floor_ms']:.0f} ms, reached at "
+            f"{s['steady_vs_floor']:.2f}x); run the analyze rule for a diagnosis.")
 
 
 def comparison_table(arms: list[Arm]) -> pd.DataFrame:
@@ -213,7 +206,7 @@ def _diagnosis_table(arms: list[Arm]) -> pd.DataFrame:
         busy = cpu.get("host_busy_pct")
         rows.append({
             "arm": arm.name,
-            "verdict": d["bound"] + "-bound",
+            "verdict": verdict_label(d["bound"]),
             "input-bound (TF bands)": f"{d['input_bound']['band']} ({100 * d['input_bound']['gap_share']:.1f} %)",
             "culprit operator": (f"{culprit['label']}, {culprit.get('num_workers')} worker(s)"
                                  if culprit else "none"),

@@ -25,6 +25,8 @@ from typing import Any
 
 import pandas as pd
 
+from perfstudy.diagnosis import verdict_label
+
 TAG = "perfstudy."
 MAX_PARAMS_PER_CALL = 100
 MAX_METRICS_PER_CALL = 1000
@@ -285,6 +287,8 @@ def diagnosis_metrics(diagnosis: dict[str, Any], ops: pd.DataFrame | None,
             "process_cpu_pct": diagnosis["cpu"].get("process_pct"),
             "steady_vs_cpu_floor": diagnosis["cpu"]["steady_vs_cpu_floor"],
             "recommended_workers": diagnosis["recommendation"].get("workers"),
+            "predicted_step_ms": diagnosis["recommendation"].get("predicted_step_ms"),
+            "predicted_now_ms": diagnosis["recommendation"].get("predicted_now_ms"),
             "iterator_wait_median_ms": diagnosis["iterator_wait"].get("median_ms"),
             "timeline_step_rel_diff": diagnosis["cross_check"].get("step_ms_median_rel_diff")}
     metrics += [Metric(f"diagnosis/{k}", float(v), stamp_ms, 0) for k, v in flat.items()
@@ -292,7 +296,7 @@ def diagnosis_metrics(diagnosis: dict[str, Any], ops: pd.DataFrame | None,
     advice = diagnosis.get("advisor")
     if advice:  # the what-if curve as a history: step = worker count (MLflow plots it)
         metrics += [Metric("advisor/predicted_step_ms", float(row["step_ms"]), stamp_ms,
-                           int(row["workers"])) for row in advice["predictions"]]
+                           int(row["workers"])) for row in advice["curve"]]
         metrics += [Metric("advisor/recommended_workers", float(advice["recommended_workers"]), stamp_ms, 0),
                     Metric("advisor/predicted_best_ms", float(advice["predicted_best_ms"]), stamp_ms, 0),
                     Metric("advisor/own_setting_error", float(advice["now_error"]), stamp_ms, 0)]
@@ -303,7 +307,8 @@ def diagnosis_tags(diagnosis: dict[str, Any]) -> dict[str, str]:
     """Verdict, culprit and recommendation as tags (searchable, shown in run comparison)."""
     culprit = diagnosis.get("culprit") or {}
     return {
-        f"{TAG}verdict": diagnosis["bound"] + "-bound",
+        f"{TAG}verdict": verdict_label(diagnosis["bound"]),
+        f"{TAG}action": diagnosis["recommendation"]["action"],
         f"{TAG}input_bound": diagnosis["input_bound"]["band"],
         f"{TAG}culprit": culprit.get("label", "none"),
         f"{TAG}recommendation": diagnosis["recommendation"]["sentence"],
