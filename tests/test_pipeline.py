@@ -56,3 +56,53 @@ def test_only_jpegs_become_samples(tmp_path, smoke_dataset):
     rows = sum(images.shape[0] for images, _ in dataset.create_tuple_iterator(num_epochs=1,
                                                                                 output_numpy=True))
     assert rows == 16  # the 16 JPEGs, one epoch of 4 batches; no README decoded
+
+
+def test_every_sized_operator_is_described_with_its_config_key(smoke_dataset):
+    from perfstudy.train import buffered_batches, operator_settings
+
+    cfg = compose_run_config(["size=smoke", "experiment=slow_reader",
+                              "pipeline.extra_transform=perfstudy.transforms:PythonBurn",
+                              "pipeline.extra_transform_workers=2",
+                              "pipeline.extra_transform_multiprocessing=true",
+                              "pipeline.batch_transform=perfstudy.transforms:BatchBlur",
+                              "pipeline.prefetch_size=2"])
+    manifest = load_manifest(smoke_dataset)
+    workers = pipeline.resolve_workers(None, 1, cpus=2)
+    data = pipeline.create_train_dataset(manifest["root"], cfg.pipeline, 2, 0, workers)
+    nodes = pipeline.describe(data, cfg.pipeline)
+    keyed = {n["config_key"]: n for n in nodes if n.get("config_key")}
+    assert set(keyed) == {"pipeline.batch_transform_workers", "pipeline.extra_transform_workers",
+                          "pipeline.num_parallel_workers", "pipeline.reader_workers"}
+    assert keyed["pipeline.extra_transform_workers"]["operations"] == ["PythonBurn"]
+    assert keyed["pipeline.extra_transform_workers"]["python"] is True
+    assert keyed["pipeline.num_parallel_workers"]["python"] is False
+    assert keyed["pipeline.reader_workers"]["op_type"] == "GeneratorDataset"
+    settings = operator_settings(nodes)
+    assert settings["pipeline.extra_transform_workers"] == 2
+    assert settings["pipeline.extra_transform_workers:multiprocessing"] is True
+    # queues of 2: Repeat?, batch map and Batch hold batches; the two maps and the reader rows
+    assert buffered_batches(nodes, 4) == pytest.approx(2 + 2 + 3 * 2 / 4)
+
+
+def test_the_slow_reader_gives_imagefolder_labels(smoke_dataset):
+    manifest = load_manifest(smoke_dataset)
+    reader = pipeline.SlowReader(manifest["root"], 0.0)
+    assert len(reader) == manifest["num_images"]
+    labels = sorted({int(reader[i][1]) for i in range(len(reader))})
+    assert labels == list(range(manifest["num_classes"]))
+    assert reader[0][0][:2].tolist() == [0xFF, 0xD8]  # the file's bytes, decoded by the map
+
+
+def test_a_user_folder_sets_the_class_count_and_bad_labels_stop_in_one_sentence():
+    from perfstudy.train import check_labels, model_classes
+
+    cfg = compose_run_config(["size=smoke", "data.path=/somewhere"])
+    assert cfg.model.num_classes == 2
+    assert model_classes(cfg, {"num_classes": 4}) == 4  # the folder's 4 classes, not 2
+    assert model_classes(compose_run_config(["size=smoke"]), {"num_classes": 2}) == 2
+    import numpy as np
+
+    check_labels(np.array([0, 1, 3]), 4, 0)
+    with pytest.raises(ValueError, match=r"Step 5 has label 3, but the model has 2 classes \(0..1\)"):
+        check_labels(np.array([0, 3]), 2, 5)

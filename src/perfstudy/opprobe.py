@@ -19,6 +19,7 @@ way. The advisor reads these points instead of a scaling law.
 from __future__ import annotations
 
 import logging
+import math
 import time
 from typing import Any
 
@@ -104,9 +105,10 @@ def _operators(pipe_cfg, root: str) -> list[dict[str, Any]]:
 
 def _alone(op: dict[str, Any], pipe_cfg, workers: int, processes: bool, length: int) -> ds.Dataset:
     if "reader" in op:
-        return ds.GeneratorDataset(SlowReader(op["reader"], pipe_cfg.reader_delay_ms),
-                                   ["image", "label"], shuffle=False, num_parallel_workers=workers,
-                                   python_multiprocessing=processes)
+        reader = SlowReader(op["reader"], pipe_cfg.reader_delay_ms)
+        source = ds.GeneratorDataset(reader, ["image", "label"], shuffle=False,
+                                     num_parallel_workers=workers, python_multiprocessing=processes)
+        return source.repeat(math.ceil(length / max(len(reader), 1)))  # a small folder read again
     source = ds.GeneratorDataset(_Items(op["items"], length), ["image"], shuffle=False)
     return source.map(operations=[op["make"]()], input_columns="image",
                       num_parallel_workers=workers, python_multiprocessing=processes)
@@ -133,7 +135,7 @@ def probe(pipe_cfg, root: str, cpus: int) -> list[dict[str, Any]]:
                     log.warning("probe of %s at %d %s workers failed: %s", op["operation"], workers,
                                 "process" if processes else "thread", exc)
                     points.append({"workers": workers, "multiprocessing": processes,
-                                   "error": str(exc).splitlines()[0][:200]})
+                                   "error": (str(exc).strip() or type(exc).__name__).splitlines()[0][:200]})
                     continue
                 points.append({"workers": workers, "multiprocessing": processes,
                                "wall_ms_per_batch": 1e3 * wall / batches,

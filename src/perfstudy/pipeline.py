@@ -160,13 +160,16 @@ def create_train_dataset(root: str, pipe_cfg, num_batches: int, seed: int,
     return data.repeat(math.ceil(num_batches / per_epoch))
 
 
-def _operation_name(op: dict) -> str:
+def _operation_name(op: dict | None) -> str:
+    if not op:  # MindSpore serialises a map in worker processes without its operations
+        return "?"
     return str(op.get("tensor_op_name") or op.get("python_module") or op.get("op_type") or "?")
 
 
 def _is_python(node: dict) -> bool:
     return node.get("op_type") == "GeneratorDataset" or any(
-        "py_transforms" in str(op.get("python_module", "")) for op in node.get("operations", []))
+        "py_transforms" in str((op or {}).get("python_module", ""))
+        for op in node.get("operations", []))
 
 
 def describe(dataset: ds.Dataset, pipe_cfg=None) -> list[dict]:
@@ -197,26 +200,34 @@ def describe(dataset: ds.Dataset, pipe_cfg=None) -> list[dict]:
     return nodes
 
 
+def _own_map(node: dict, spec: str, key: str, processes: bool, per_batch: bool) -> None:
+    """A map of the user's transform: its key, processes, and its name when MindSpore's
+    serialisation lost it (maps in worker processes)."""
+    node.update(config_key=key, per_batch=per_batch, multiprocessing=bool(processes))
+    if node["operations"] in ([], ["?"]):
+        node.update(operations=[spec.rpartition(":")[2]], python=True)
+
+
 def _annotate(nodes: list[dict], pipe_cfg) -> None:
     """Give each sized operator its config key (consumer first: [per-batch map], Batch,
     [extra map], the article's map, the source)."""
-    after_batch = False
+    seen_batch = False
     maps_below_batch = []
     for node in nodes:
         kind = node["op_type"]
         if kind == "Batch":
-            after_batch = True
-        elif kind == "Map" and not after_batch and pipe_cfg.batch_transform:
-            node.update(config_key="pipeline.batch_transform_workers", per_batch=True,
-                        multiprocessing=bool(pipe_cfg.batch_transform_multiprocessing))
-        elif kind == "Map" and after_batch:
+            seen_batch = True
+        elif kind == "Map" and not seen_batch and pipe_cfg.batch_transform:
+            _own_map(node, pipe_cfg.batch_transform, "pipeline.batch_transform_workers",
+                     pipe_cfg.batch_transform_multiprocessing, per_batch=True)
+        elif kind == "Map" and seen_batch:
             maps_below_batch.append(node)
         elif kind in ("ImageFolderDataset", "GeneratorDataset"):
             node.update(config_key="pipeline.reader_workers", per_batch=False, multiprocessing=False)
     if pipe_cfg.extra_transform and maps_below_batch:
-        maps_below_batch.pop(0).update(
-            config_key="pipeline.extra_transform_workers", per_batch=False,
-            multiprocessing=bool(pipe_cfg.extra_transform_multiprocessing))
+        _own_map(maps_below_batch.pop(0), pipe_cfg.extra_transform,
+                 "pipeline.extra_transform_workers", pipe_cfg.extra_transform_multiprocessing,
+                 per_batch=False)
     if maps_below_batch:
         maps_below_batch[0].update(config_key="pipeline.num_parallel_workers", per_batch=False,
                                    multiprocessing=False)

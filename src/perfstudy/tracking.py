@@ -222,7 +222,8 @@ def summary_metrics(summary: dict[str, Any], stamp_ms: int) -> list:
         for stat, value in summary[part].items():
             flat[f"{part}_{stat}"] = value
     for key, value in summary.get("calibration", {}).items():
-        flat[f"calibration_{key}"] = value
+        if isinstance(value, (int, float)):  # not the operators' probe (a list; in summary.json)
+            flat[f"calibration_{key}"] = value
     return [Metric(key, float(value), stamp_ms, 0) for key, value in flat.items()]
 
 

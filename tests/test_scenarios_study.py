@@ -1,0 +1,69 @@
+"""The diagnosis benchmark through the real DAG (smoke size, two scenarios): each diagnosed
+run gets one answer, its sweep runs with the profiler off, the report scores the answer
+against the sweep, and MLflow gets every run with the decision's tags."""
+
+import subprocess
+
+import pandas as pd
+import pytest
+from conftest import REPO, SNAKEMAKE, env_without_mlflow
+
+from perfstudy.io import read_json
+
+pytestmark = pytest.mark.slow
+
+
+def test_scenarios_are_diagnosed_swept_scored_and_tracked(tmp_path):
+    from mlflow.tracking import MlflowClient
+
+    result = subprocess.run(
+        [SNAKEMAKE, "-s", str(REPO / "Snakefile"), "-d", str(tmp_path), "--cores", "2", "--config",
+         f"results={tmp_path}", "study=scenarios", "overrides=[size=smoke]",
+         "studies={scenarios: {select: [python_cpu, slow_reader], "
+         "scenarios: {python_cpu: {values: [1, 2]}, slow_reader: {values: [1, 2]}}}}"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=1500, env=env_without_mlflow())
+    assert result.returncode == 0, result.stderr[-3000:]
+    runs = tmp_path / "runs" / "scenarios"
+    assert sorted(p.name for p in runs.iterdir() if p.is_dir()) == [
+        "python_cpu", "python_cpu_w1", "python_cpu_w1_mp", "python_cpu_w2", "python_cpu_w2_mp",
+        "slow_reader", "slow_reader_w1", "slow_reader_w2"]
+    # the diagnosed runs: the Python map was probed alone, threads and processes
+    summary = read_json(runs / "python_cpu" / "summary.json")
+    probe = summary["calibration"]["operators"][0]
+    assert probe["config_key"] == "pipeline.extra_transform_workers"
+    assert {(p["workers"], p["multiprocessing"]) for p in probe["points"]} == {
+        (1, False), (2, False), (1, True), (2, True)}
+    for name in ("python_cpu", "slow_reader"):
+        diagnosis = read_json(runs / name / "diagnosis.json")
+        answer = diagnosis["recommendation"]
+        assert answer["action"] in {"set_workers", "none", "cannot_help", "not_steady"}
+        assert diagnosis["advisor"]["recommended"] == answer["settings"]  # one answer
+        if answer["culprit_key"]:
+            assert answer["culprit_key"] in diagnosis["advisor"]["now"]
+    # a swept run in processes records it; MindSpore's serialisation loses the op's name there
+    swept = read_json(runs / "python_cpu_w2_mp" / "summary.json")
+    assert swept["operator_settings"]["pipeline.extra_transform_workers:multiprocessing"] is True
+    assert swept["scenario"] == {"name": "python_cpu", "role": "truth", "truth": "python_cpu",
+                                 "key": "pipeline.extra_transform_workers"}
+    assert "PythonBurn" in str(read_json(runs / "python_cpu_w2_mp" / "profile" / "pipeline.json"))
+
+    report = tmp_path / "report" / "scenarios"
+    table = pd.read_csv(report / "scenarios.csv").set_index("scenario")
+    assert sorted(table.index) == ["python_cpu", "slow_reader"]
+    assert table.loc["slow_reader", "swept"] == "pipeline.reader_workers"
+    assert set(table["culprit right"]) <= {"yes", "NO"}
+    points = pd.read_csv(report / "scenario_predictions.csv")
+    assert len(points) == 4 + 2  # every swept setting predicted against its measurement
+    md = (report / "report.md").read_text()
+    assert "## Diagnosis benchmark: each diagnosed run against its measured sweep" in md
+    assert "2 scenario(s): culprit right in" in md
+
+    client = MlflowClient(f"sqlite:///{tmp_path}/mlflow/mlflow.db")
+    experiment = client.get_experiment_by_name("perfstudy/scenarios")
+    found = client.search_runs([experiment.experiment_id])
+    arms = {r.data.tags["perfstudy.run"]: r for r in found if r.data.tags.get("perfstudy.role") == "arm"}
+    assert len(arms) == 8 and all(r.info.status == "FINISHED" for r in found)
+    tags = arms["python_cpu"].data.tags
+    assert tags["perfstudy.action"] == read_json(runs / "python_cpu" / "diagnosis.json")[
+        "recommendation"]["action"]
+    assert "advisor/predicted_step_ms" in arms["python_cpu"].data.metrics
