@@ -4,8 +4,9 @@ Everything that shows an arm's recommendation (diagnosis.json, the headline, the
 MLflow tags, the study's parent run) presents what `decide` returns; nothing else decides.
 
 * Validity first: a steady step clearly below the input floor (the pipeline alone) cannot be
-  a steady state; the window was served from batches buffered before it. Then no verdict is issued, and the answer says how many steps
-  would drain the buffer (buffered batches / the deficit per step).
+  a steady state; the window was served from batches buffered before it. Then no verdict is
+  issued, and the answer says how many steps would drain the buffer (buffered batches / the
+  deficit per step).
 * The setting comes from the what-if model (perfstudy.advisor): the cheapest setting of every
   sized operator within 5 % of the best predicted step. "No setting helps" is said only when
   the model predicts less than 5 % gain at every setting up to the CPU count, with the
