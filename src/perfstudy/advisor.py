@@ -19,6 +19,10 @@ over every setting s (each sized operator 1..CPUs workers; threads or processes 
 Python map). The best setting is the fastest predicted; the recommendation is the cheapest
 setting (fewest workers, fewest changes) within 5 % of it. "No setting helps" is this
 model's prediction that no setting beats the current one by 5 % or more.
+A Python operator that computes (its probe: >= half a core per thread worker) needs the GIL
+all along in thread workers; MindSpore's graph step holds the GIL while it runs, so the two
+take turns (measured: the step was their sum, with no gap); in worker processes it does not:
+    GIL floor     G    = its wall-ms per batch in threads + the network's wall-ms per step
 The gap share is not predicted: how the network's time stretches when the cores are
 shared is the scheduler's doing (measured: 0.5 of its 1.9 cores under saturation).
 """
@@ -71,8 +75,11 @@ def _profiled_stages(summary: dict[str, Any], ops: pd.DataFrame) -> tuple[list[d
         points = [p for p in (probe or {}).get("points", []) if "wall_ms_per_batch" in p]
         if points:  # how busy one thread worker is alone: computes (>= half a core) or waits
             one = min(points, key=lambda p: (p["multiprocessing"], p["workers"]))
-            stage.update(kind="probed", points=points, busy_per_worker=min(
-                1.0, one["cpu_ms_per_batch"] / max(one["wall_ms_per_batch"], 1e-9)))
+            busy = min(1.0, one["cpu_ms_per_batch"] / max(one["wall_ms_per_batch"], 1e-9))
+            # Python that computes in thread workers needs the GIL all along (pure Python holds
+            # it; NumPy takes it back between array operations); one that waits does not
+            holds_gil = busy >= COMPUTES
+            stage.update(kind="probed", points=points, busy_per_worker=busy, holds_gil=holds_gil)
         else:
             per_worker = _num(row.get("cpu_pct_per_worker"), _num(row["cpu_pct"]) / workers)
             busy = min(1.0, max(per_worker / 100, 1e-3))
@@ -180,15 +187,24 @@ def predict(model: dict[str, Any], settings: dict[str, Any] | int) -> dict[str, 
     stage = parts[slowest_label][0]
     pipeline_cpu = sum(p[1] for p in parts.values()) + model["other_ops_cpu_ms_per_batch"]
     floor = (pipeline_cpu + model["network_cpu_ms"]) / cores
-    step = network = max(stage, model["network_wall_ms"], floor)
+    # Python ops computing in thread workers take turns with the network on the GIL: MindSpore's
+    # graph step holds it while it runs. Measured (cpu_demo): a NumPy per-batch map of 502 ms
+    # alone and a 564 ms network step gave 1063 ms steps with no gap; a sleeping transform of
+    # 647 ms per batch beside a 545 ms network, 682 ms steps.
+    gil = sum(parts[s["label"]][0] for s in model["stages"]
+              if s.get("holds_gil") and not full.get(s["key"] + MP, False))
+    gil_floor = gil + model["network_wall_ms"] if gil else 0.0
+    step = network = max(stage, model["network_wall_ms"], floor, gil_floor)
     for _ in range(5):  # the network gets the cores the pipeline leaves free: a fixed point
         left = max(cores - min(pipeline_cpu / step, cores), 0.05)
         network = max(model["network_wall_ms"],
                       model["network_cpu_ms"] / min(model["network_cores"], left))
-        step = max(stage, network, floor)
-    binding = "cpu" if floor >= 0.97 * step else "pipeline" if stage >= network else "network"
+        step = max(stage, network, floor, gil_floor)
+    binding = ("gil" if gil_floor >= 0.97 * step and gil_floor > floor else
+               "cpu" if floor >= 0.97 * step else "pipeline" if stage >= network else "network")
     return {"settings": full, "step_ms": step, "slowest_stage": slowest_label,
             "slowest_stage_ms": stage, "network_ms": network, "cpu_floor_ms": floor,
+            "gil_floor_ms": gil_floor, "gil_ms": gil,
             "pipeline_cpu_ms": pipeline_cpu, "binding": binding,
             "stages_ms": {label: round(p[0], 1) for label, p in parts.items()}}
 
@@ -268,6 +284,9 @@ def advisor_sentence(model: dict[str, Any], now: dict[str, Any], pick: dict[str,
                         "per batch)",
             "network": f"the network's compute sets the pace ({pick['network_ms']:.0f} ms per step "
                        f"on the cores the pipeline leaves; {model['network_wall_ms']:.0f} ms alone)",
+            "gil": (f"the GIL sets the pace (Python transforms in thread workers need it "
+                    f"{pick['gil_ms']:.0f} ms per batch, the network's step "
+                    f"{model['network_wall_ms']:.0f} ms: they take turns)"),
             "cpu": (f"the CPUs set the pace (pipeline {pick['pipeline_cpu_ms']:.0f} + network "
                     f"{model['network_cpu_ms']:.0f} CPU-ms per step on {model['cores']} CPUs = "
                     f"{pick['cpu_floor_ms']:.0f} ms)")}[pick["binding"]]

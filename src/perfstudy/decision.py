@@ -164,12 +164,12 @@ def decide(summary: dict[str, Any], advice: dict[str, Any], band: str, compute_m
     pick = predict(advice, advice["recommended"])
     best = min(advice["predictions"], key=lambda r: r["step_ms"])
     slowest = stages[now_row["slowest_stage"]]
-    input_side = band != "not" or now_row["binding"] == "pipeline"
+    input_side = band != "not" or now_row["binding"] in ("pipeline", "gil")
     culprit = slowest if input_side else None
     kind = culprit_kind(culprit)
     changes = {k: v for k, v in advice["recommended"].items() if now.get(k) != v}
     gain = now_row["step_ms"] / pick["step_ms"] - 1
-    binding_words = {"cpu": "cpu", "pipeline": "input", "network": "compute"}
+    binding_words = {"cpu": "cpu", "pipeline": "input", "network": "compute", "gil": "input"}
     if changes:
         action, bound = "set_workers", "input"
         sentence = (f"Set {describe_changes(changes, advice)}: predicted {pick['step_ms']:.0f} ms per "
@@ -187,7 +187,10 @@ def decide(summary: dict[str, Any], advice: dict[str, Any], band: str, compute_m
                        f"= {now_row['cpu_floor_ms']:.0f} ms"),
                "pipeline": (f"{slowest['label']} needs {now_row['slowest_stage_ms']:.0f} ms per batch "
                             "at every setting the model tried"),
-               "network": f"the network needs {now_row['network_ms']:.0f} ms per step"}[now_row["binding"]]
+               "network": f"the network needs {now_row['network_ms']:.0f} ms per step",
+               "gil": (f"Python transforms in thread workers need the GIL {now_row['gil_ms']:.0f} ms per "
+                       f"batch and the network's step {advice['network_wall_ms']:.0f} ms: they take "
+                       "turns")}[now_row["binding"]]
         sentence = (f"No worker setting helps: the best of every setting up to {advice['cores']} "
                     f"workers is predicted {100 * (now_row['step_ms'] / best['step_ms'] - 1):.1f} % "
                     f"faster than now ({best['step_ms']:.0f} against {now_row['step_ms']:.0f} ms; "
