@@ -19,10 +19,13 @@ over every setting s (each sized operator 1..CPUs workers; threads or processes 
 Python map). The best setting is the fastest predicted; the recommendation is the cheapest
 setting (fewest workers, fewest changes) within 5 % of it. "No setting helps" is this
 model's prediction that no setting beats the current one by 5 % or more.
-A Python operator that computes (its probe: >= half a core per thread worker) needs the GIL
-all along in thread workers; MindSpore's graph step holds the GIL while it runs, so the two
-take turns (measured: the step was their sum, with no gap); in worker processes it does not:
-    GIL floor     G    = its wall-ms per batch in threads + the network's wall-ms per step
+A Python operator that computes (its probe: >= half a core per thread worker) needs the
+training process's GIL all along, in thread workers and (through MindSpore's dispatch) in
+worker processes too; MindSpore's graph step holds the GIL while it runs, so the two take
+turns (measured: the step was their sum, with no gap):
+    GIL floor     G    = its wall-ms per batch at that setting + the network's wall-ms per step
+Finally the model is levelled on the run: every prediction x (measured step / modelled step at
+the run's own setting), within 0.67..1.5; the shape across settings is the model's.
 The gap share is not predicted: how the network's time stretches when the cores are
 shared is the scheduler's doing (measured: 0.5 of its 1.9 cores under saturation).
 """
@@ -41,6 +44,7 @@ MAX_SETTINGS = 4096
 PRIMARY_KEY = "pipeline.num_parallel_workers"
 MP = ":multiprocessing"  # suffix of a settings key: the map runs in processes
 ANCHOR_RANGE = (0.5, 2.0)  # calibration / profile pace ratios accepted as the same stage
+LEVEL_RANGE = (0.67, 1.5)  # measured / modelled step at the run's own setting, as applied
 
 
 def _flag(value: Any) -> bool:
@@ -187,12 +191,13 @@ def predict(model: dict[str, Any], settings: dict[str, Any] | int) -> dict[str, 
     stage = parts[slowest_label][0]
     pipeline_cpu = sum(p[1] for p in parts.values()) + model["other_ops_cpu_ms_per_batch"]
     floor = (pipeline_cpu + model["network_cpu_ms"]) / cores
-    # Python ops computing in thread workers take turns with the network on the GIL: MindSpore's
-    # graph step holds it while it runs. Measured (cpu_demo): a NumPy per-batch map of 502 ms
-    # alone and a 564 ms network step gave 1063 ms steps with no gap; a sleeping transform of
-    # 647 ms per batch beside a 545 ms network, 682 ms steps.
-    gil = sum(parts[s["label"]][0] for s in model["stages"]
-              if s.get("holds_gil") and not full.get(s["key"] + MP, False))
+    # Python ops that compute take turns with the network on the training process's GIL:
+    # MindSpore's graph step holds it while it runs, and so does the map worker that hands
+    # rows to worker processes and waits for them. Measured (cpu_demo): a NumPy per-batch map
+    # of 502 ms alone beside a 564 ms network step gave 1063 ms steps with no gap; in 2 worker
+    # processes, 353 ms alone gave 925 ms; a sleeping transform of 647 ms per batch beside a
+    # 545 ms network, 682 ms (no turns).
+    gil = sum(parts[s["label"]][0] for s in model["stages"] if s.get("holds_gil"))
     gil_floor = gil + model["network_wall_ms"] if gil else 0.0
     step = network = max(stage, model["network_wall_ms"], floor, gil_floor)
     for _ in range(5):  # the network gets the cores the pipeline leaves free: a fixed point
@@ -202,7 +207,8 @@ def predict(model: dict[str, Any], settings: dict[str, Any] | int) -> dict[str, 
         step = max(stage, network, floor, gil_floor)
     binding = ("gil" if gil_floor >= 0.97 * step and gil_floor > floor else
                "cpu" if floor >= 0.97 * step else "pipeline" if stage >= network else "network")
-    return {"settings": full, "step_ms": step, "slowest_stage": slowest_label,
+    return {"settings": full, "step_ms": step * model.get("level", 1.0), "model_step_ms": step,
+            "slowest_stage": slowest_label,
             "slowest_stage_ms": stage, "network_ms": network, "cpu_floor_ms": floor,
             "gil_floor_ms": gil_floor, "gil_ms": gil,
             "pipeline_cpu_ms": pipeline_cpu, "binding": binding,
@@ -252,6 +258,11 @@ def advise(summary: dict[str, Any], ops: pd.DataFrame | None) -> dict[str, Any]:
     """diagnosis.json's `advisor`: the model, its prediction for every setting, the pick."""
     model = rates(summary, ops)
     now = current_settings(model)
+    # The model gives the shape across settings; the run's own measured step gives the level
+    # (what it leaves out, e.g. the cores' oversubscription, scales with the step).
+    raw = predict(model, now)["model_step_ms"]
+    level = summary["steady_step_ms"] / raw if raw > 0 else 1.0
+    model["level"] = min(max(level, LEVEL_RANGE[0]), LEVEL_RANGE[1])
     table = [predict(model, s) for s in candidates(model)]
     best = min(table, key=lambda row: row["step_ms"])
     now_row = predict(model, now)
