@@ -23,7 +23,8 @@ A Python operator that computes (its probe: >= half a core per thread worker) ne
 training process's GIL all along, in thread workers and (through MindSpore's dispatch) in
 worker processes too; MindSpore's graph step holds the GIL while it runs, so the two take
 turns (measured: the step was their sum, with no gap):
-    GIL floor     G    = its wall-ms per batch at that setting + the network's wall-ms per step
+    GIL floor     G    = its wall-ms per batch (in threads: at 1 worker; in processes: at that
+                         setting) + the network's wall-ms per step
 Finally the model is levelled on the run: every prediction x (measured step / modelled step at
 the run's own setting), within 0.67..1.5; the shape across settings is the model's.
 The gap share is not predicted: how the network's time stretches when the cores are
@@ -177,6 +178,16 @@ def current_settings(model: dict[str, Any]) -> dict[str, Any]:
     return settings
 
 
+def _gil_ms(stage: dict[str, Any], settings: dict[str, Any], parts: dict, cores: int) -> float:
+    """Per batch, how long a computing Python op keeps the network off the GIL: in worker
+    processes its stage (they overlap outside the GIL); in thread workers one worker's stage,
+    however many there are (measured: a NumPy map 502 ms alone with 1 thread, 368 ms with 2,
+    gave 1048 and 1076 ms steps beside a 564 ms network)."""
+    if settings.get(stage["key"] + MP, False):
+        return parts[stage["label"]][0]
+    return stage_ms(stage, 1, False, cores)[0]
+
+
 def predict(model: dict[str, Any], settings: dict[str, Any] | int) -> dict[str, Any]:
     """Predicted steady step and its parts at `settings` (an int: the article's map's workers;
     keys left out keep the run's own setting)."""
@@ -197,7 +208,7 @@ def predict(model: dict[str, Any], settings: dict[str, Any] | int) -> dict[str, 
     # of 502 ms alone beside a 564 ms network step gave 1063 ms steps with no gap; in 2 worker
     # processes, 353 ms alone gave 925 ms; a sleeping transform of 647 ms per batch beside a
     # 545 ms network, 682 ms (no turns).
-    gil = sum(parts[s["label"]][0] for s in model["stages"] if s.get("holds_gil"))
+    gil = sum(_gil_ms(s, full, parts, cores) for s in model["stages"] if s.get("holds_gil"))
     gil_floor = gil + model["network_wall_ms"] if gil else 0.0
     step = network = max(stage, model["network_wall_ms"], floor, gil_floor)
     for _ in range(5):  # the network gets the cores the pipeline leaves free: a fixed point
