@@ -313,6 +313,8 @@ def advisor_sentence(model: dict[str, Any], now: dict[str, Any], pick: dict[str,
                     f"{model['network_cpu_ms']:.0f} CPU-ms per step on {model['cores']} CPUs = "
                     f"{pick['cpu_floor_ms']:.0f} ms)")}[pick["binding"]]
     basis = "" if model["source"] == "profile" else f" (from the {model['source']})"
+    if abs(model.get("level", 1.0) - 1) > 0.05:  # say what the levelling did to the numbers
+        basis += f" (model levelled x{model['level']:.2f} on the measured step)"
     head = (f"Predicted from this run{basis}: now {now['step_ms']:.0f} ms per step (measured "
             f"{summary['steady_step_ms']:.0f} ms)")
     if pick is now or pick["settings"] == now["settings"]:
