@@ -179,3 +179,23 @@ def test_the_report_sets_autotune_against_the_best_and_the_pick(analysed, tmp_pa
     assert "+22.5 % against the manual tuned arm (2 worker(s))" in line
     assert "against the advisor's pick" in line and "autotune_0.json" in line
     assert "| autotune |" not in md.split("## Predicted against measured")[1].split("##")[0]
+
+
+def test_without_a_profile_a_probed_python_map_is_still_its_own_stage():
+    # the user's case with profiler=off: the Python map's probe, not the article's map, binds
+    summary = _summary(cores=2, pipe_wall=2600.0, pipe_cpu=2650.0, net_wall=650.0, net_cpu=1100.0,
+                       steady=2827.0)
+    summary["operator_settings"] = {advisor.PRIMARY_KEY: 1, "pipeline.extra_transform_workers": 1}
+    summary["calibration"]["operators"] = [{
+        "config_key": "pipeline.extra_transform_workers", "operation": "perfstudy.transforms:PythonBurn",
+        "workers_now": None, "multiprocessing_now": False, "points": [
+            {"workers": 1, "multiprocessing": False, "wall_ms_per_batch": 2590.0, "cpu_ms_per_batch": 2590.0},
+            {"workers": 2, "multiprocessing": False, "wall_ms_per_batch": 2663.0, "cpu_ms_per_batch": 2660.0},
+            {"workers": 1, "multiprocessing": True, "wall_ms_per_batch": 2600.0, "cpu_ms_per_batch": 2600.0},
+            {"workers": 2, "multiprocessing": True, "wall_ms_per_batch": 1352.0, "cpu_ms_per_batch": 2700.0}]}]
+    advice = advisor.advise(summary, None)
+    assert [s["label"] for s in advice["stages"]] == [
+        "PythonBurn (pipeline.extra_transform_workers)", "the rest of the pipeline"]
+    assert advice["recommended"]["pipeline.extra_transform_workers"] == 2
+    assert advice["recommended"]["pipeline.extra_transform_workers" + advisor.MP] is True
+    assert advice["recommended"][advisor.PRIMARY_KEY] == 1  # the article's map is not the culprit

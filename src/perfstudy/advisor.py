@@ -108,16 +108,37 @@ def _held_up_at(row: pd.Series, ops: pd.DataFrame) -> bool:
         and _num(row["queue_usage"]) <= 0.1
 
 
-def _calibration_stage(summary: dict[str, Any]) -> dict[str, Any]:
-    """No profile: the whole pipeline as one stage, from the pipeline-alone calibration."""
+def _probed_stage(probe: dict[str, Any], summary: dict[str, Any]) -> dict[str, Any]:
+    """A Python operator's stage from its probe alone (a run without a dataset profile)."""
+    settings = summary.get("operator_settings") or {}
+    key = probe["config_key"]
+    points = [p for p in probe["points"] if "wall_ms_per_batch" in p]
+    one = min(points, key=lambda p: (p["multiprocessing"], p["workers"]))
+    busy = min(1.0, one["cpu_ms_per_batch"] / max(one["wall_ms_per_batch"], 1e-9))
+    name = str(probe.get("operation", key)).rpartition(":")[2]
+    return {"key": key, "label": f"{name} ({key})", "op_id": None, "operations": [name],
+            "workers_now": int(settings.get(key) or probe.get("workers_now") or 1),
+            "multiprocessing_now": bool(settings.get(key + MP, probe.get("multiprocessing_now"))),
+            "cpu_ms_per_batch": one["cpu_ms_per_batch"], "kind": "probed", "points": points,
+            "busy_per_worker": busy, "holds_gil": busy >= COMPUTES}
+
+
+def _calibration_stages(summary: dict[str, Any]) -> list[dict[str, Any]]:
+    """No profile: each probed Python operator from its probe, the rest of the pipeline as one
+    stage sized by the article's map, from the pipeline-alone calibration."""
     cal = summary["calibration"]
     workers = summary["num_parallel_workers"]["effective"]
     cores = summary["num_parallel_workers"]["cpu_count"]
-    busy = min(1.0, cal["pipeline_cpu_ms"] / max(cal["pipeline_wall_ms"] * min(workers, cores), 1e-9))
-    return {"key": PRIMARY_KEY, "label": "the pipeline", "op_id": None, "operations": [],
-            "workers_now": workers, "multiprocessing_now": False,
-            "cpu_ms_per_batch": cal["pipeline_cpu_ms"], "busy_per_worker": busy,
-            "kind": "computes" if busy >= COMPUTES else "waits"}
+    probed = [_probed_stage(p, summary) for p in cal.get("operators") or []
+              if any("wall_ms_per_batch" in q for q in p.get("points", []))]
+    probed_cpu = sum(stage_ms(s, s["workers_now"], s["multiprocessing_now"], cores)[1] for s in probed)
+    rest_cpu = max(cal["pipeline_cpu_ms"] - probed_cpu, 0.0)
+    busy = min(1.0, max(rest_cpu, 1e-3) / max(cal["pipeline_wall_ms"] * min(workers, cores), 1e-9))
+    label = "the rest of the pipeline" if probed else "the pipeline"
+    rest = {"key": PRIMARY_KEY, "label": label, "op_id": None, "operations": [],
+            "workers_now": workers, "multiprocessing_now": False, "cpu_ms_per_batch": rest_cpu,
+            "busy_per_worker": busy, "kind": "computes" if busy >= COMPUTES or probed else "waits"}
+    return [*probed, rest]
 
 
 def stage_ms(stage: dict[str, Any], workers: int, processes: bool, cores: int) -> tuple[float, float]:
@@ -141,7 +162,7 @@ def rates(summary: dict[str, Any], ops: pd.DataFrame | None) -> dict[str, Any]:
     stages, other = ([], 0.0) if ops is None or ops.empty else _profiled_stages(summary, ops)
     source = "profile" if stages else "calibration (pipeline alone; no profile)"
     if not stages:
-        stages = [_calibration_stage(summary)]
+        stages = _calibration_stages(summary)
     model = {"source": source, "cores": cores, "stages": stages,
              "other_ops_cpu_ms_per_batch": other,
              "network_wall_ms": cal["compute_wall_ms"], "network_cpu_ms": cal["compute_cpu_ms"],
@@ -306,8 +327,8 @@ def advisor_sentence(model: dict[str, Any], now: dict[str, Any], pick: dict[str,
                         "per batch)",
             "network": f"the network's compute sets the pace ({pick['network_ms']:.0f} ms per step "
                        f"on the cores the pipeline leaves; {model['network_wall_ms']:.0f} ms alone)",
-            "gil": (f"the GIL sets the pace (Python transforms in thread workers need it "
-                    f"{pick['gil_ms']:.0f} ms per batch, the network's step "
+            "gil": (f"the GIL sets the pace (the pipeline's Python transforms need the training "
+                    f"process's GIL {pick['gil_ms']:.0f} ms per batch, the network's step "
                     f"{model['network_wall_ms']:.0f} ms: they take turns)"),
             "cpu": (f"the CPUs set the pace (pipeline {pick['pipeline_cpu_ms']:.0f} + network "
                     f"{model['network_cpu_ms']:.0f} CPU-ms per step on {model['cores']} CPUs = "

@@ -188,9 +188,9 @@ def decide(summary: dict[str, Any], advice: dict[str, Any], band: str, compute_m
                "pipeline": (f"{slowest['label']} needs {now_row['slowest_stage_ms']:.0f} ms per batch "
                             "at every setting the model tried"),
                "network": f"the network needs {now_row['network_ms']:.0f} ms per step",
-               "gil": (f"Python transforms in thread workers need the GIL {now_row['gil_ms']:.0f} ms per "
-                       f"batch and the network's step {advice['network_wall_ms']:.0f} ms: they take "
-                       "turns")}[now_row["binding"]]
+               "gil": (f"the pipeline's Python transforms need the training process's GIL "
+                       f"{now_row['gil_ms']:.0f} ms per batch and the network's step "
+                       f"{advice['network_wall_ms']:.0f} ms: they take turns")}[now_row["binding"]]
         sentence = (f"No worker setting helps: the best of every setting up to {advice['cores']} "
                     f"workers is predicted {100 * (now_row['step_ms'] / best['step_ms'] - 1):.1f} % "
                     f"faster than now ({best['step_ms']:.0f} against {now_row['step_ms']:.0f} ms; "

@@ -23,7 +23,11 @@ TARGET = 0.10  # the recommended setting's measured step should be within 10 % o
 
 
 def source_arm(arms: list) -> Any | None:
-    """The arm whose advisor speaks for the study: the baseline, else the first advised one."""
+    """The arm whose advisor speaks for the study: the baseline, else the first advised one.
+    None in a diagnosis benchmark: its arms run different pipelines, each scored against its
+    own sweep (perfstudy.scenarios), so no one arm predicts them all."""
+    if any(a.summary.get("scenario") for a in arms):
+        return None
     advised = [a for a in arms if (a.diagnosis or {}).get("advisor")]
     return next((a for a in advised if a.name == "baseline"), advised[0] if advised else None)
 
@@ -92,8 +96,9 @@ def pick_check(arms: list) -> dict[str, Any] | None:
 
 def advisor_lines(arms: list) -> list[str]:
     """Each arm's advisor sentence, then the pick checked against what was measured."""
-    lines = [f"{a.name}: {a.diagnosis['advisor']['sentence']}" for a in arms
-             if (a.diagnosis or {}).get("advisor")]
+    advised = [a for a in arms if (a.diagnosis or {}).get("advisor")]
+    profiled = [a for a in advised if a.diagnosis.get("profiled")]
+    lines = [f"{a.name}: {a.diagnosis['advisor']['sentence']}" for a in (profiled or advised)]
     check = pick_check(arms)
     if check is None:
         return lines
