@@ -65,3 +65,17 @@ def test_where_workers_do_not_matter_keeping_them_is_right():
     wrong = {**answer, "action": "set_workers", "culprit_key": KEY, "changes": {KEY: 2}}
     arms[0] = _arm("s", "diagnosed", 1, 700.0, wrong, _advice())
     assert scenarios.score(arms)[0].iloc[0]["culprit right"] == "NO"
+
+
+def test_repeats_of_a_swept_setting_count_by_their_median():
+    advice = _advice()
+    answer = {"action": "set_workers", "culprit_key": KEY, "culprit_label": "Map #1 [Decode]",
+              "changes": {KEY: 4}, "settings": {KEY: 4}}
+    runs = [_arm("s", "diagnosed", 1, 3200.0, answer, advice)] + _sweep({1: 3100.0, 4: 800.0})
+    for step in (1500.0, 790.0):  # two more repeats of 4 workers, one of them a slow spell
+        again = _arm("s_w4", "truth", 4, step)
+        again.summary.update(arm="s_w4", repeat=2 if step > 1000 else 3)
+        runs.append(again)
+    row = scenarios.score(runs)[0].iloc[0]
+    assert row["runs per setting"] == 1  # 1 worker ran once
+    assert row["its measured step (ms)"] == 800  # median of 800, 1500, 790

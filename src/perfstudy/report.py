@@ -401,7 +401,7 @@ def build(study: str, runs: list[Arm], out_dir: str | Path) -> dict[str, Path]:
         verdicts.append(line)
     exclusions = [f"{a.name}: {a.summary['steps_measured']} measured, excluded "
                   f"{a.summary['steps_excluded_by_phase']}; {a.summary['drain_rule']}" for a in arms]
-    bench, bench_points = scenarios.score(arms)
+    bench, bench_points = scenarios.score(runs)  # every repeat: the sweep's medians
     if not bench.empty:
         paths["scenarios"] = write_csv(out / "scenarios.csv", bench)
         write_csv(out / "scenario_predictions.csv", bench_points)

@@ -30,8 +30,20 @@ def _label(setting: tuple[int, bool]) -> str:
     return f"{setting[0]}{' (processes)' if setting[1] else ''}"
 
 
-def score(arms: list) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(one row per diagnosed scenario, one row per predicted-vs-measured swept setting)."""
+def _medians(runs: list) -> dict[str, float]:
+    """Each arm's median steady step over its repeats (one run: its own)."""
+    steps: dict[str, list[float]] = {}
+    for run in runs:
+        steps.setdefault(run.summary.get("arm", run.name), []).append(run.summary["steady_step_ms"])
+    return {arm: float(pd.Series(values).median()) for arm, values in steps.items()}
+
+
+def score(runs: list) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(one row per diagnosed scenario, one row per predicted-vs-measured swept setting).
+    Each diagnosed run is an arm's first repeat; each swept setting's step is the median of its
+    arm's repeats (`--config repeats=3` makes the sweep trustworthy on a noisy host)."""
+    medians = _medians(runs)
+    arms = [r for r in runs if r.summary.get("repeat", 1) == 1]
     rows, points = [], []
     for diagnosed in [a for a in arms if (a.summary.get("scenario") or {}).get("role") == "diagnosed"]:
         spec = diagnosed.summary["scenario"]
@@ -43,7 +55,9 @@ def score(arms: list) -> tuple[pd.DataFrame, pd.DataFrame]:
         advice = (diagnosed.diagnosis or {}).get("advisor")
         if not sweep or not answer or advice is None:
             continue
-        measured = {s: a.summary["steady_step_ms"] for s, a in sweep.items()}
+        measured = {s: medians[a.summary.get("arm", a.name)] for s, a in sweep.items()}
+        repeats = min(sum(1 for r in runs if r.summary.get("arm", r.name) == a.summary.get("arm", a.name))
+                      for a in sweep.values())
         best_setting = min(measured, key=measured.get)
         best = measured[best_setting]
         moves = max(measured.values()) / best - 1 >= SWEEP_MATTERS
@@ -67,7 +81,8 @@ def score(arms: list) -> tuple[pd.DataFrame, pd.DataFrame]:
                            "predicted step (ms)": round(predicted), "error": f"{100 * error:+.1f} %"})
         wrong_no_help = action == "cannot_help" and own_ms is not None and best < own_ms / (1 + SWEEP_MATTERS)
         rows.append({
-            "scenario": spec["name"], "swept": key, "verdict": diagnosed.diagnosis["bound"],
+            "scenario": spec["name"], "swept": key, "runs per setting": repeats,
+            "verdict": diagnosed.diagnosis["bound"],
             "culprit named": answer.get("culprit_label") or "none",
             "culprit right": "yes" if right else "NO",
             "recommended": _label(picked) if action == "set_workers" else f"keep ({_label(own)})",
