@@ -43,6 +43,8 @@ WITHIN_BEST = 0.05
 COMPUTES = 0.5  # a worker busier than half a core computes; below, it mostly waits
 MAX_SETTINGS = 4096
 PRIMARY_KEY = "pipeline.num_parallel_workers"
+WELL_FILLED = 0.50  # the queue rule's thresholds (queue usage = mean size / capacity)
+NEAR_EMPTY = 0.10
 MP = ":multiprocessing"  # suffix of a settings key: the map runs in processes
 ANCHOR_RANGE = (0.5, 2.0)  # calibration / profile pace ratios accepted as the same stage
 LEVEL_RANGE = (0.67, 1.5)  # measured / modelled step at the run's own setting, as applied
@@ -78,13 +80,8 @@ def _profiled_stages(summary: dict[str, Any], ops: pd.DataFrame) -> tuple[list[d
                  "cpu_ms_per_batch": cpu_ms[int(row["op_id"])]}
         probe = probed.get(row["config_key"])
         points = [p for p in (probe or {}).get("points", []) if "wall_ms_per_batch" in p]
-        if points:  # how busy one thread worker is alone: computes (>= half a core) or waits
-            one = min(points, key=lambda p: (p["multiprocessing"], p["workers"]))
-            busy = min(1.0, one["cpu_ms_per_batch"] / max(one["wall_ms_per_batch"], 1e-9))
-            # Python that computes in thread workers needs the GIL all along (pure Python holds
-            # it; NumPy takes it back between array operations); one that waits does not
-            holds_gil = busy >= COMPUTES
-            stage.update(kind="probed", points=points, busy_per_worker=busy, holds_gil=holds_gil)
+        if points:
+            stage.update(_probed_fields(points))
         else:
             per_worker = _num(row.get("cpu_pct_per_worker"), _num(row["cpu_pct"]) / workers)
             busy = min(1.0, max(per_worker / 100, 1e-3))
@@ -104,23 +101,34 @@ def _held_up_at(row: pd.Series, ops: pd.DataFrame) -> bool:
     if child is None or pd.isna(child) or pd.isna(row.get("queue_usage")):
         return False
     below = ops[ops["op_id"] == int(child)]
-    return bool(len(below)) and _num(below.iloc[0]["queue_usage"]) >= 0.5 \
-        and _num(row["queue_usage"]) <= 0.1
+    return bool(len(below)) and held_up(_num(below.iloc[0]["queue_usage"]), _num(row["queue_usage"]))
+
+
+def held_up(input_usage: float, output_usage: float) -> bool:
+    """MindInsight's queue rule: input queue well filled, own output queue near empty."""
+    return input_usage >= WELL_FILLED and output_usage <= NEAR_EMPTY
 
 
 def _probed_stage(probe: dict[str, Any], summary: dict[str, Any]) -> dict[str, Any]:
     """A Python operator's stage from its probe alone (a run without a dataset profile)."""
     settings = summary.get("operator_settings") or {}
     key = probe["config_key"]
-    points = [p for p in probe["points"] if "wall_ms_per_batch" in p]
-    one = min(points, key=lambda p: (p["multiprocessing"], p["workers"]))
-    busy = min(1.0, one["cpu_ms_per_batch"] / max(one["wall_ms_per_batch"], 1e-9))
+    fields = _probed_fields([p for p in probe["points"] if "wall_ms_per_batch" in p])
     name = str(probe.get("operation", key)).rpartition(":")[2]
+    one = min(fields["points"], key=lambda p: (p["multiprocessing"], p["workers"]))
     return {"key": key, "label": f"{name} ({key})", "op_id": None, "operations": [name],
             "workers_now": int(settings.get(key) or probe.get("workers_now") or 1),
             "multiprocessing_now": bool(settings.get(key + MP, probe.get("multiprocessing_now"))),
-            "cpu_ms_per_batch": one["cpu_ms_per_batch"], "kind": "probed", "points": points,
-            "busy_per_worker": busy, "holds_gil": busy >= COMPUTES}
+            "cpu_ms_per_batch": one["cpu_ms_per_batch"], **fields}
+
+
+def _probed_fields(points: list[dict[str, Any]]) -> dict[str, Any]:
+    """A probed stage's kind, points, how busy one thread worker is alone, and whether it needs
+    the GIL: Python that computes (>= half a core) needs it all along (pure Python holds it;
+    NumPy takes it back between array operations); one that waits does not."""
+    one = min(points, key=lambda p: (p["multiprocessing"], p["workers"]))
+    busy = min(1.0, one["cpu_ms_per_batch"] / max(one["wall_ms_per_batch"], 1e-9))
+    return {"kind": "probed", "points": points, "busy_per_worker": busy, "holds_gil": busy >= COMPUTES}
 
 
 def _calibration_stages(summary: dict[str, Any]) -> list[dict[str, Any]]:

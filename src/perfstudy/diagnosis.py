@@ -17,13 +17,11 @@ from typing import Any
 
 import pandas as pd
 
-from perfstudy.advisor import advise
+from perfstudy.advisor import WELL_FILLED, advise, held_up
 from perfstudy.decision import decide
 
 HIGHLY_INPUT_BOUND = 0.20
 MODERATELY_INPUT_BOUND = 0.05
-WELL_FILLED = 0.50
-NEAR_EMPTY = 0.10
 NEAR_CPU_FLOOR = 1.15
 
 
@@ -54,7 +52,7 @@ def find_culprit(ops: pd.DataFrame) -> dict[str, Any] | None:
         in_usage, out_usage = by_id[int(child)]["queue_usage"], row["queue_usage"]
         if pd.isna(in_usage) or pd.isna(out_usage):
             continue
-        if in_usage >= WELL_FILLED and out_usage <= NEAR_EMPTY:
+        if held_up(in_usage, out_usage):
             candidates.append((in_usage - out_usage, op_id, in_usage, out_usage, "queue rule"))
     if not candidates:
         leaf = by_id[max(by_id)]

@@ -24,6 +24,7 @@ from mindspore.dataset import config as ds_config
 from perfstudy import autotune, opprobe, pipeline, steptrace
 from perfstudy import config as config_mod
 from perfstudy import data as data_mod
+from perfstudy.advisor import MP
 from perfstudy.io import check_writable, write_csv, write_json
 from perfstudy.model import create_loss, create_model, create_optimizer
 from perfstudy.profiling import RunProfiler, extra_steps
@@ -176,7 +177,7 @@ def operator_settings(nodes: list[dict]) -> dict[str, Any]:
         if node.get("config_key"):
             settings[node["config_key"]] = node.get("num_parallel_workers") or 1
             if node.get("multiprocessing"):
-                settings[node["config_key"] + ":multiprocessing"] = True
+                settings[node["config_key"] + MP] = True
     return settings
 
 
