@@ -254,21 +254,31 @@ def scan_user_folder(root: str | Path) -> dict[str, Any]:
 
 def mean_megapixels(manifest: dict[str, Any], sample: int = 64) -> float | None:
     """Mean source size in megapixels, from the JPEG headers of up to `sample` files spread
-    over the dataset (Pillow reads only the header)."""
+    over the dataset."""
+    if manifest.get("mean_megapixels") is not None:  # a prepared dataset records its own
+        return float(manifest["mean_megapixels"])
+    sizes = image_sizes(manifest, sample)
+    return sum(w * h for w, h in sizes) / len(sizes) / 1e6 if sizes else None
+
+
+def image_sizes(manifest: dict[str, Any], sample: int = 64) -> list[tuple[int, int]]:
+    """(width, height) of up to `sample` source images spread over the dataset, from their JPEG
+    headers (Pillow reads only the header)."""
     from PIL import Image
 
     files = manifest.get("files") or []
-    if not files:
-        return None
+    if not files or manifest.get("source") == "prepared":
+        return [(f["width"], f["height"]) for f in files[:: max(1, len(files) // sample)][:sample]
+                if "width" in f]
     chosen = files[:: max(1, len(files) // sample)][:sample]
     sizes = []
     for entry in chosen:
         try:
             with Image.open(Path(manifest["root"]) / entry["path"]) as image:
-                sizes.append(image.width * image.height / 1e6)
+                sizes.append((image.width, image.height))
         except OSError:
             continue
-    return sum(sizes) / len(sizes) if sizes else None
+    return sizes
 
 
 def load_manifest(path: str | Path) -> dict[str, Any]:
@@ -282,14 +292,21 @@ def load_manifest(path: str | Path) -> dict[str, Any]:
     except json.JSONDecodeError as exc:
         raise DatasetError(f"Dataset manifest {path} is corrupt ({exc.msg}); delete its folder "
                            "and run make_dataset again.") from None
-    if manifest.get("source") == "generated":
-        # generated images live beside their manifest: a moved or copied results folder
+    if manifest.get("source") in ("generated", "prepared"):
+        # generated (and prepared) images live beside their manifest: a moved or copied results folder
         # trains on (and verifies) its own copy, never on the folder it was copied from
         manifest["root"] = str(path.parent.resolve())
     if not Path(manifest.get("root", "")).is_dir():
         raise DatasetError(f"The dataset folder {manifest.get('root')} named by {path} is gone; "
                            "delete the manifest and run make_dataset again.")
     return manifest
+
+
+def training_source(manifest: dict[str, Any]) -> str:
+    """What the pipeline reads: the ImageFolder, or a prepared dataset's MindRecord file."""
+    if manifest.get("source") == "prepared":
+        return str(Path(manifest["root"]) / manifest["record"])
+    return str(manifest["root"])
 
 
 def _file_identity(path: Path, user: bool) -> str:
@@ -306,6 +323,10 @@ def verify_manifest(manifest: dict[str, Any]) -> None:
     modification time (its identity). Raises DatasetError naming the first difference, so
     a changed dataset is reported instead of silently trained on.
     """
+    if manifest.get("source") == "prepared":
+        from perfstudy.prepare import verify
+
+        return verify(manifest)
     root = Path(manifest["root"])
     user = manifest.get("source") == "user"
     listed = {entry["path"]: entry for entry in manifest.get("files", [])}

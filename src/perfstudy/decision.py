@@ -27,7 +27,6 @@ from perfstudy.advisor import COMPUTES, MP, describe_settings, predict
 
 NOT_STEADY = 0.92  # steady step / floor below this: the window was not steady
 DECODE_OPS = ("Decode", "RandomCropDecodeResize", "DecodeVideo")
-SMALLEST_CROP_SCALE = 0.08  # RandomCropDecodeResize's scale=(0.08, 1.0): the smallest crop's area
 
 
 def validity(summary: dict[str, Any], compute_ms: float) -> dict[str, Any]:
@@ -77,32 +76,51 @@ def culprit_kind(stage: dict[str, Any] | None) -> str | None:
     return "python" if stage["kind"] == "probed" else "computes"
 
 
-def _bounded_side(image_size: int) -> int:
-    """Smallest source side at which RandomCropDecodeResize's smallest crop is not upsampled."""
-    return math.ceil(image_size / math.sqrt(SMALLEST_CROP_SCALE))
+def prepared_prediction(advice: dict[str, Any], summary: dict[str, Any]) -> dict[str, Any] | None:
+    """The step this arm's pipeline is predicted to take on its source prepared at the bounded
+    resolution (perfstudy.prepare), at every setting the model tried: the decoding stage's
+    measured cost scaled by megapixels (decode cost is per pixel), the rest as measured.
+    None when nothing decodes or the source is already within the bound."""
+    data = summary.get("dataset") or {}
+    now_mp, target_mp = data.get("mean_megapixels"), data.get("bounded_megapixels")
+    decoding = [s for s in advice["stages"]
+                if s.get("kind") != "probed" and any(op in DECODE_OPS for op in s["operations"])]
+    if not decoding or not now_mp or not target_mp or target_mp >= now_mp:
+        return None
+    ratio = target_mp / now_mp
+    scaled = {**advice, "stages": [{**s, "cpu_ms_per_batch": s["cpu_ms_per_batch"] * ratio}
+                                   if s in decoding else s for s in advice["stages"]]}
+    rows = [predict(scaled, r["settings"]) for r in advice["predictions"]]
+    return {"megapixels_now": now_mp, "megapixels_prepared": target_mp, "rule": data.get("bound_rule"),
+            "decoding_stage": decoding[0]["label"],
+            "now": predict(scaled, advice["now"])["step_ms"],
+            "predictions": [{"settings": r["settings"], "step_ms": r["step_ms"],
+                             "binding": r["binding"]} for r in rows]}
 
 
-def _decode_remedy(advice: dict[str, Any], stage: dict[str, Any], summary: dict[str, Any],
-                   best: dict[str, Any]) -> str:
+def prepared_step_at(prediction: dict[str, Any] | None, settings: dict[str, Any]) -> float | None:
+    """The predicted prepared step at a run's own operator settings (None if not predicted)."""
+    for row in (prediction or {}).get("predictions", []):
+        if all(row["settings"].get(k) == v for k, v in settings.items() if k in row["settings"]):
+            return row["step_ms"]
+    return None
+
+
+def _decode_remedy(advice: dict[str, Any], summary: dict[str, Any], best: dict[str, Any]) -> str:
     data = summary.get("dataset") or {}
     count = data.get("num_images") or 0
     size = (f"the source JPEGs average {data['total_bytes'] / count / 1e3:,.0f} KB"
             if count and data.get("total_bytes") else "")
     mp = data.get("mean_megapixels")
-    side = _bounded_side(summary.get("image_size") or 224)
     text = f"decode less: {size}" + (f" and {mp:.2f} megapixels per image" if mp else "")
-    if mp:
-        target = side * side * 4 / 3 / 1e6  # 4:3 at the bounded short side
-        if target < mp:
-            scaled = {**advice, "stages": [{**s, "cpu_ms_per_batch": s["cpu_ms_per_batch"] * target / mp}
-                                           if s is stage else s for s in advice["stages"]]}
-            smaller = min((predict(scaled, r["settings"]) for r in advice["predictions"]),
-                          key=lambda r: r["step_ms"])
-            text += (f"; the decode cost scales with megapixels, so a source stored at a {side} px "
-                     f"short side ({target:.3f} MP, where the smallest random crop of a "
-                     f"{summary.get('image_size')} px input is not upsampled) is predicted to give "
-                     f"{smaller['step_ms']:.0f} ms per step against {best['step_ms']:.0f} ms at the "
-                     "best setting now (convert once, e.g. to MindRecord at that resolution)")
+    prepared = prepared_prediction(advice, summary)
+    if prepared:
+        smaller = min(prepared["predictions"], key=lambda r: r["step_ms"])
+        text += (f"; the decode cost scales with megapixels, so the source prepared at a bounded "
+                 f"resolution ({prepared['megapixels_prepared']:.3f} MP: {prepared['rule']}) is "
+                 f"predicted to give {prepared['now']:.0f} ms per step at the current setting and "
+                 f"{smaller['step_ms']:.0f} ms at the best, against {best['step_ms']:.0f} ms at the "
+                 "best setting now (data.prepared=true converts it once to MindRecord)")
     return text
 
 
@@ -111,7 +129,7 @@ def remedies(kind: str | None, advice: dict[str, Any], stage: dict[str, Any] | N
     """What would help, by the kind of the culprit; only numbers that bear on it."""
     cores = advice["cores"]
     if kind == "decode":
-        return [_decode_remedy(advice, stage, summary, best),
+        return [_decode_remedy(advice, summary, best),
                 f"or decode on the accelerator, or more cores (CPU floor {best['cpu_floor_ms']:.0f} ms "
                 f"on {cores} CPUs)"]
     if kind == "python":
@@ -209,6 +227,7 @@ def decide(summary: dict[str, Any], advice: dict[str, Any], band: str, compute_m
             "queue_rule_culprit": (queue_culprit or {}).get("label"),
             "workers": changes.get(culprit["key"]) if culprit and changes else None,
             "remedies": remedies(kind, advice, culprit, summary, best) if action != "set_workers" else [],
+            "prepared_prediction": prepared_prediction(advice, summary),
             "sentence": sentence + "."}
 
 

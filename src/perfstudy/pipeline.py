@@ -13,6 +13,8 @@ import mindspore.dataset as ds
 import numpy as np
 from mindspore.dataset import vision
 
+from perfstudy.data import DatasetError
+from perfstudy.prepare import CROP_RATIO, CROP_SCALE
 from perfstudy.provenance import cpu_count
 from perfstudy.transforms import load_transform
 
@@ -68,7 +70,7 @@ def resolve_workers(requested: Optional[int], global_default: Optional[int],
 def train_transforms(image_size: int) -> list:
     """The article's training transforms."""
     return [
-        vision.RandomCropDecodeResize(image_size, scale=(0.08, 1.0), ratio=(0.75, 1.333)),
+        vision.RandomCropDecodeResize(image_size, scale=CROP_SCALE, ratio=CROP_RATIO),
         vision.RandomHorizontalFlip(prob=0.5),
         vision.Normalize(mean=MEAN, std=STD),
         vision.HWC2CHW(),
@@ -107,15 +109,63 @@ def _workers_kwarg(value: Optional[int], cpus: int) -> dict:
     return {} if value is None else {"num_parallel_workers": min(value, cpus)}
 
 
-def create_source(root: str, pipe_cfg, cpus: int) -> ds.Dataset:
-    """The ImageFolder's reader: MindSpore's C++ one, or the slow Python one (reader_delay_ms)."""
+def create_source(root: str, pipe_cfg, cpus: int, num_batches: int = 1) -> ds.Dataset:
+    """The reader: MindSpore's ImageFolder one, the slow Python one (reader_delay_ms), or for a
+    prepared dataset (root is its .mindrecord file) MindDataset in ImageFolderDataset's order."""
     workers = _workers_kwarg(pipe_cfg.reader_workers, cpus)
+    if str(root).endswith(".mindrecord"):
+        return _prepared_source(str(root), pipe_cfg, workers, num_batches)
     if pipe_cfg.reader_delay_ms > 0:
         return ds.GeneratorDataset(SlowReader(root, pipe_cfg.reader_delay_ms), ["image", "label"],
                                    shuffle=pipe_cfg.shuffle, python_multiprocessing=False, **workers)
     # Only the JPEGs the manifest lists: a stray README.txt in a class folder is no sample.
     return ds.ImageFolderDataset(root, shuffle=pipe_cfg.shuffle, decode=False,
                                  extensions=JPEG_EXTENSIONS, **workers)
+
+
+def image_folder_orders(size: int, epochs: int) -> list[list[int]]:
+    """The row order ImageFolderDataset(shuffle=True) reads in each epoch under the current seed
+    (its RandomSampler, run over row numbers); the seed is left as it was."""
+    seed = ds.config.get_seed()
+    rows = ds.NumpySlicesDataset({"row": np.arange(size).reshape(size, 1)},
+                                 sampler=ds.RandomSampler())
+    iterator = rows.create_tuple_iterator(output_numpy=True, num_epochs=epochs)
+    orders = [[int(row[0][0]) for row in iterator] for _ in range(epochs)]
+    iterator.stop()
+    ds.config.set_seed(seed)  # the maps' random operations draw as they would have
+    return orders
+
+
+def _mindrecord(root: str, **kwargs) -> ds.Dataset:
+    try:
+        return ds.MindDataset(root, columns_list=["image", "label"], **kwargs)
+    except (RuntimeError, ValueError) as exc:
+        raise DatasetError(f"The prepared MindRecord {root} cannot be read "
+                           f"({str(exc).strip().splitlines()[0][:120]}); delete its folder and "
+                           "run again to re-prepare it.") from None
+
+
+def _prepared_source(root: str, pipe_cfg, workers: dict, num_batches: int) -> ds.Dataset:
+    """MindDataset rows in the order ImageFolderDataset reads the source, epoch by epoch.
+
+    MindRecord's own shuffle is another permutation than ImageFolderDataset's, and its subset
+    sampler takes each row at most once, so with shuffle on each epoch is its own reader of the
+    record (one SubsetSampler per epoch, concatenated), holding whole batches when
+    drop_remainder, so batches match the source's."""
+    if not pipe_cfg.shuffle:
+        return _mindrecord(root, sampler=ds.SequentialSampler(), **workers)
+    size = _mindrecord(root, shuffle=False).get_dataset_size()
+    per_epoch = size // pipe_cfg.batch_size
+    if per_epoch < 1:  # fewer rows than a batch: the caller says so
+        return _mindrecord(root, shuffle=False, **workers)
+    keep = per_epoch * pipe_cfg.batch_size if pipe_cfg.drop_remainder else size
+    epochs = max(1, math.ceil(num_batches / max(per_epoch, 1)))
+    parts = [_mindrecord(root, sampler=ds.SubsetSampler(order[:keep]), **workers)
+             for order in image_folder_orders(size, epochs)]
+    source = parts[0]
+    for part in parts[1:]:
+        source = source + part
+    return source
 
 
 def create_train_dataset(root: str, pipe_cfg, num_batches: int, seed: int,
@@ -132,7 +182,7 @@ def create_train_dataset(root: str, pipe_cfg, num_batches: int, seed: int,
         ds.config.set_prefetch_size(pipe_cfg.prefetch_size)
     if pipe_cfg.global_default_workers is not None:
         ds.config.set_num_parallel_workers(min(pipe_cfg.global_default_workers, workers.cpu_count))
-    data = create_source(root, pipe_cfg, workers.cpu_count)
+    data = create_source(root, pipe_cfg, workers.cpu_count, 1 if one_pass else num_batches)
     per_epoch = data.get_dataset_size() // pipe_cfg.batch_size
     if per_epoch < 1:
         raise ValueError(f"The dataset at {root} has {data.get_dataset_size()} images, fewer than "
@@ -211,7 +261,7 @@ def _own_map(node: dict, spec: str, key: str, processes: bool, per_batch: bool) 
 def _annotate(nodes: list[dict], pipe_cfg) -> None:
     """Give each sized operator its config key (consumer first: [per-batch map], Batch,
     [extra map], the article's map, the source)."""
-    seen_batch = False
+    seen_batch = seen_source = False
     maps_below_batch = []
     for node in nodes:
         kind = node["op_type"]
@@ -222,7 +272,10 @@ def _annotate(nodes: list[dict], pipe_cfg) -> None:
                      pipe_cfg.batch_transform_multiprocessing, per_batch=True)
         elif kind == "Map" and seen_batch:
             maps_below_batch.append(node)
-        elif kind in ("ImageFolderDataset", "GeneratorDataset"):
+        elif kind in ("ImageFolderDataset", "GeneratorDataset", "MindDataDataset") and not seen_source:
+            # a prepared source reads each epoch with its own MindDataset: the first one stands
+            # for them all (the others are idle until their epoch)
+            seen_source = True
             node.update(config_key="pipeline.reader_workers", per_batch=False, multiprocessing=False)
     if pipe_cfg.extra_transform and maps_below_batch:
         _own_map(maps_below_batch.pop(0), pipe_cfg.extra_transform,

@@ -13,6 +13,7 @@ from omegaconf import DictConfig
 
 from perfstudy.config import ConfigError, compose_run_config
 from perfstudy.data import MANIFEST, dataset_dir
+from perfstudy.prepare import Settings, prepared_dir
 from perfstudy.provenance import cpu_count
 
 
@@ -141,7 +142,15 @@ def compose_arm(wf_config: dict[str, Any], study: str, run: str) -> DictConfig:
 
 
 def manifest_path(cfg: DictConfig) -> Path:
-    """Where the arm's dataset manifest lives."""
+    """Where the manifest of the dataset the arm trains on lives (a prepared one's when
+    data.prepared)."""
+    if cfg.data.prepared:
+        return prepared_dir(cfg.data, Settings.from_config(cfg), cfg.paths.data_root) / MANIFEST
+    return source_manifest_path(cfg)
+
+
+def source_manifest_path(cfg: DictConfig) -> Path:
+    """Where the manifest of the arm's source dataset (generated or data.path) lives."""
     return dataset_dir(cfg.data, cfg.paths.data_root) / MANIFEST
 
 

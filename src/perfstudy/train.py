@@ -21,7 +21,7 @@ import pandas as pd
 from mindspore import nn, ops
 from mindspore.dataset import config as ds_config
 
-from perfstudy import autotune, opprobe, pipeline, steptrace
+from perfstudy import autotune, opprobe, pipeline, prepare, steptrace
 from perfstudy import config as config_mod
 from perfstudy import data as data_mod
 from perfstudy.advisor import MP
@@ -263,6 +263,24 @@ def calibrate(step: TrainStep, batch, cfg, workers: pipeline.Workers, root: str)
             "operators": opprobe.probe(cfg.pipeline, root, workers.cpu_count)}
 
 
+def dataset_facts(cfg, manifest: dict[str, Any]) -> dict[str, Any]:
+    """What the summary records of the dataset: size, megapixels, and the megapixels it would
+    have prepared at this config's bound (the decode remedy's prediction); a prepared one's
+    source and preparation."""
+    facts = {k: manifest.get(k) for k in ("source", "root", "num_images", "num_classes",
+                                          "total_bytes")}
+    facts["mean_megapixels"] = data_mod.mean_megapixels(manifest)
+    settings = prepare.Settings.from_config(cfg)
+    facts["bounded_megapixels"] = prepare.bounded_megapixels(data_mod.image_sizes(manifest),
+                                                             settings)
+    facts["bound_rule"] = settings.rule()
+    if manifest.get("source") == "prepared":
+        facts["prepared"] = {k: manifest.get(k) for k in (
+            "format", "record", "source_manifest", "settings", "rule", "before", "after",
+            "psnr_db", "preparation")}
+    return facts
+
+
 def run(cfg, manifest_path: str | Path | None = None) -> dict[str, Any]:
     """Train one arm and write steps.csv and summary.json into cfg.paths.run_dir."""
     _setup_mindspore(cfg)  # first: a missing device fails before minutes of data work
@@ -272,8 +290,19 @@ def run(cfg, manifest_path: str | Path | None = None) -> dict[str, Any]:
     if manifest_path is None:
         manifest_path = data_mod.prepare_dataset(cfg.data, cfg.paths.data_root,
                                                  workers=pipeline.cpu_count())
+        if cfg.data.prepared:
+            settings = prepare.Settings.from_config(cfg)
+            manifest_path = prepare.prepare(
+                manifest_path, settings, prepare.prepared_dir(cfg.data, settings, cfg.paths.data_root),
+                workers=pipeline.cpu_count())
     manifest = data_mod.load_manifest(manifest_path)
+    if bool(cfg.data.prepared) != (manifest.get("source") == "prepared"):
+        raise data_mod.DatasetError(
+            f"data.prepared is {cfg.data.prepared} but {manifest_path} describes "
+            f"{'a prepared' if manifest.get('source') == 'prepared' else 'a source'} dataset; "
+            "pass the manifest of the dataset the config names (the DAG does).")
     data_mod.verify_manifest(manifest)  # a changed file is reported, never trained on silently
+    source = data_mod.training_source(manifest)
     workers = pipeline.resolve_workers(cfg.pipeline.num_parallel_workers,
                                        cfg.pipeline.global_default_workers)
     log.info("study %s arm %s: %d images in %d classes at %s; map workers requested %s, "
@@ -295,7 +324,7 @@ def run(cfg, manifest_path: str | Path | None = None) -> dict[str, Any]:
         profiler.begin()  # dataset profiling must be initialised before the pipeline is launched
     if cfg.pipeline.autotune:
         autotune.start(run_dir / "autotune", cfg.pipeline.autotune_interval)
-    dataset = pipeline.create_train_dataset(manifest["root"], cfg.pipeline,
+    dataset = pipeline.create_train_dataset(source, cfg.pipeline,
                                             cfg.trainer.steps + surplus, run_seed(cfg), workers,
                                             one_pass=cfg.pipeline.autotune)
     started = time.time()
@@ -317,13 +346,13 @@ def run(cfg, manifest_path: str | Path | None = None) -> dict[str, Any]:
             log.info("profiling %d more steps on a fresh pipeline (the measured steps ran without "
                      "any profiler)", extra - 1)
             profiled_data = pipeline.create_train_dataset(
-                manifest["root"], cfg.pipeline, extra + surplus, run_seed(cfg) + 2, workers)
+                source, cfg.pipeline, extra + surplus, run_seed(cfg) + 2, workers)
             more, last_batch = train_loop(train_step, profiled_data, extra, cfg.pipeline.batch_size,
                                           cfg.trainer.log_every, profiler, first_index=cfg.trainer.steps)
             records += more
     nodes = pipeline.describe(dataset, cfg.pipeline)
     write_json(run_dir / "profile" / "pipeline.json", nodes)
-    calibration = calibrate(train_step, last_batch, cfg, workers, manifest["root"])
+    calibration = calibrate(train_step, last_batch, cfg, workers, source)
     profile_meta = profiler.finish()  # the op profile's analysis, after all timing
     all_steps = steptrace.steps_frame(records, cfg.pipeline.batch_size)
     frame, drain_rule = steptrace.assign_phases(
@@ -361,9 +390,7 @@ def run(cfg, manifest_path: str | Path | None = None) -> dict[str, Any]:
         "steady_vs_floor": stats["steady_step_ms"] / floors["floor_ms"],
         "config_hash": config_mod.config_hash(cfg),
         "dataset_sha256": manifest["dataset_sha256"],
-        "dataset": {**{k: manifest.get(k) for k in ("source", "root", "num_images", "num_classes",
-                                                    "total_bytes")},
-                    "mean_megapixels": data_mod.mean_megapixels(manifest)},
+        "dataset": dataset_facts(cfg, manifest),
         **git_state(),
         "mindspore_version": ms.__version__,
         "mindspore_commit": mindspore_build()["commit"],

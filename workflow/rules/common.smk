@@ -8,7 +8,9 @@ from snakemake.exceptions import WorkflowError
 from snakemake.settings.types import DeploymentMethod
 
 from perfstudy.config import ConfigError, to_container
-from perfstudy.study import arm_overrides, compose_arm, manifest_path, run_names
+from perfstudy.prepare import Settings, prepared_dir
+from perfstudy.study import (arm_overrides, compose_arm, manifest_path, run_names,
+                             source_manifest_path)
 
 RESULTS = config["results"]
 STUDY = config["study"]
@@ -35,16 +37,39 @@ def dataset_manifest(wildcards):
 
 
 def dataset_params(wildcards):
-    """The data section (JSON) of the first arm that trains on this dataset folder.
+    """The data section (JSON) of the first arm whose source is this dataset folder.
 
     A param, not the arm's config.yaml as an input: only a change of the data settings
     regenerates the photos (minutes), not every edit of conf/.
     """
     for cfg in ARM_CONFIGS.values():
-        if Path(manifest_path(cfg)).parent.name == wildcards.dataset:
+        if source_manifest_path(cfg).parent.name == wildcards.dataset:
             return json.dumps({"data": to_container(cfg.data), "data_root": cfg.paths.data_root},
                               sort_keys=True)
     raise WorkflowError(f"No arm of study {STUDY} uses dataset {wildcards.dataset}.")
+
+
+def _prepared_arm(wildcards):
+    for cfg in ARM_CONFIGS.values():
+        if cfg.data.prepared and manifest_path(cfg).parent.name == wildcards.prepared:
+            return cfg
+    raise WorkflowError(f"No arm of study {STUDY} trains on prepared dataset {wildcards.prepared}.")
+
+
+def prepared_source(wildcards):
+    """The manifest of the source a prepared dataset is made from."""
+    return str(source_manifest_path(_prepared_arm(wildcards)))
+
+
+def prepared_params(wildcards):
+    """The preparation settings (JSON) of a prepared dataset."""
+    cfg = _prepared_arm(wildcards)
+    settings = Settings.from_config(cfg)
+    return json.dumps({"settings": {"image_size": settings.image_size,
+                                    "short_side": settings.short_side,
+                                    "quality": settings.quality},
+                       "out": str(prepared_dir(cfg.data, settings, cfg.paths.data_root))},
+                      sort_keys=True)
 
 
 def study_outputs():

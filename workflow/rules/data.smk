@@ -24,6 +24,8 @@ rule make_dataset:
     """The deterministic JPEG ImageFolder + manifest.json (or a user's folder, validated)."""
     output:
         f"{RESULTS}/data/{{dataset}}/manifest.json",
+    wildcard_constraints:
+        dataset=r"(?!prepared-)[^/]+",
     params:
         python=PYTHON,
         script=SCRIPTS / "make_dataset.py",
@@ -39,4 +41,30 @@ rule make_dataset:
         "../envs/perfstudy.yaml"
     shell:
         "{params.python} {params.script} --data {params.data:q} --out {output} "
+        "--workers {threads} 2> {log}"
+
+
+rule prepare_dataset:
+    """A derived dataset that decodes less: the source's images re-encoded as JPEG at a bounded resolution in one MindRecord file + manifest.json (source manifest sha256, settings, bytes and megapixels before/after, PSNR, preparation time)."""
+    input:
+        prepared_source,
+    output:
+        f"{RESULTS}/data/{{prepared}}/manifest.json",
+    wildcard_constraints:
+        prepared=r"prepared-[^/]+",
+    params:
+        python=PYTHON,
+        script=SCRIPTS / "prepare_dataset.py",
+        spec=prepared_params,
+    log:
+        f"{RESULTS}/logs/prepare_dataset/{{prepared}}.log",
+    benchmark:
+        f"{RESULTS}/benchmarks/prepare_dataset/{{prepared}}.tsv"
+    threads: workflow.cores
+    resources:
+        mem_mb=4000,
+    conda:
+        "../envs/perfstudy.yaml"
+    shell:
+        "{params.python} {params.script} --source {input} --spec {params.spec:q} --out {output} "
         "--workers {threads} 2> {log}"

@@ -1,0 +1,294 @@
+"""A derived dataset that decodes less: every image of a source dataset (generated or a user's
+ImageFolder) re-encoded as JPEG at a bounded resolution, in one MindRecord file.
+
+The bound, by default, is per image the smallest short side at which the augmentation's
+smallest crop is not upsampled: RandomCropDecodeResize takes a crop of area fraction
+s in [scale_min, 1] and aspect ratio r in [r0, r1] and resizes it to image_size, so the
+crop's shorter side is at least sqrt(s_min * A) * min(sqrt(r0), 1/sqrt(r1)) for an image of
+area A. For a 4:3 photo trained at 32 px that is a 114 px short side (0.017 MP instead of
+16 MP). Crops then see fewer source pixels but never fewer than the network's input.
+
+Rows are written in ImageFolderDataset's order (sorted class folders, then sorted file
+names), so a MindDataset read with the same sampler and seed yields the same images and
+labels in the same order as the source.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import math
+import os
+import resource
+import shutil
+import time
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Optional
+
+import numpy as np
+
+from perfstudy.data import (MANIFEST, DatasetError, _sha256_file, dataset_dir, load_manifest,
+                            write_manifest)
+
+RECORD = "train.mindrecord"
+PREFIX = "prepared-"  # prepared datasets' folders under data_root start with this
+# RandomCropDecodeResize's parameters in the article's pipeline (pipeline.train_transforms).
+CROP_SCALE = (0.08, 1.0)
+CROP_RATIO = (0.75, 1.333)
+SCHEMA = {"image": {"type": "bytes"}, "label": {"type": "int32"}, "path": {"type": "string"}}
+PSNR_SAMPLE = 8  # images whose re-encoding is checked against a resize of the full decode
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything that determines the prepared bytes (recorded in the manifest)."""
+
+    image_size: int
+    short_side: Optional[int]  # None: per image, the smallest side that keeps crops >= image_size
+    quality: int
+    scale_min: float = CROP_SCALE[0]
+    ratio_min: float = CROP_RATIO[0]
+    ratio_max: float = CROP_RATIO[1]
+
+    @classmethod
+    def from_config(cls, cfg) -> "Settings":
+        """From a run config (data.prepared_* and the pipeline's input size)."""
+        return cls(int(cfg.pipeline.image_size), cfg.data.prepared_short_side,
+                   int(cfg.data.prepared_quality))
+
+    def tag(self) -> str:
+        """Short name of the settings, for the folder name."""
+        side = f"side{self.short_side}" if self.short_side else f"crop{self.image_size}"
+        return f"{side}-q{self.quality}"
+
+    def rule(self) -> str:
+        """The bound in words, for the manifest and the report."""
+        if self.short_side:
+            return f"short side {self.short_side} px (never upsampled)"
+        return (f"per image, the smallest short side at which RandomCropDecodeResize's smallest "
+                f"crop (area {self.scale_min:g}, ratio {self.ratio_min:g}..{self.ratio_max:g}) is "
+                f"not upsampled to {self.image_size} px (never upsampled)")
+
+
+def crop_bound_side(image_size: int, aspect: float, scale_min: float = CROP_SCALE[0],
+                    ratio: tuple[float, float] = CROP_RATIO) -> int:
+    """Smallest short side of an image of `aspect` (long/short >= 1) at which every random crop
+    is at least image_size px on its shorter side."""
+    shrink = math.sqrt(scale_min * max(aspect, 1.0)) * min(math.sqrt(ratio[0]),
+                                                           1 / math.sqrt(ratio[1]))
+    return math.ceil(image_size / shrink - 1e-9)
+
+
+def target_size(width: int, height: int, settings: Settings) -> tuple[int, int]:
+    """The prepared image's size: short side at the bound, aspect kept, never larger."""
+    short, long_ = min(width, height), max(width, height)
+    side = settings.short_side or crop_bound_side(
+        settings.image_size, long_ / short, settings.scale_min,
+        (settings.ratio_min, settings.ratio_max))
+    if side >= short:
+        return width, height
+    scale = side / short
+    if width <= height:
+        return side, max(side, round(height * scale))
+    return max(side, round(width * scale)), side
+
+
+def bounded_megapixels(sizes: list[tuple[int, int]], settings: Settings) -> Optional[float]:
+    """Mean megapixels of images of these (width, height) once prepared."""
+    if not sizes:
+        return None
+    return float(np.mean([np.prod(target_size(w, h, settings)) / 1e6 for w, h in sizes]))
+
+
+def prepared_dir(data_cfg, settings: Settings, data_root: str | Path) -> Path:
+    """The prepared dataset's own folder under data_root (beside its source's)."""
+    return Path(data_root) / f"{PREFIX}{dataset_dir(data_cfg, data_root).name}-{settings.tag()}"
+
+
+def _resize(image, size: tuple[int, int]):
+    from PIL import Image
+
+    return image.convert("RGB").resize(size, Image.Resampling.LANCZOS)
+
+
+def _prepare_one(job: tuple[str, Settings]) -> dict[str, Any]:
+    """Decode one source JPEG at reduced DCT scale where possible, resize, re-encode."""
+    from PIL import Image
+
+    path, settings = job
+    with Image.open(path) as image:
+        width, height = image.size
+        size = target_size(width, height, settings)
+        if size != (width, height):
+            image.draft("RGB", size)  # libjpeg decodes at 1/2, 1/4, 1/8 scale: never below size
+        resized = _resize(image, size)
+    buffer = io.BytesIO()
+    resized.save(buffer, format="JPEG", quality=settings.quality)
+    return {"blob": buffer.getvalue(), "width": width, "height": height,
+            "out_width": size[0], "out_height": size[1], "bytes": os.path.getsize(path)}
+
+
+def psnr(a: np.ndarray, b: np.ndarray) -> float:
+    """Peak signal-to-noise ratio in dB of two uint8 images of one shape."""
+    mse = float(np.mean((a.astype(np.float64) - b.astype(np.float64)) ** 2))
+    return float("inf") if mse == 0 else 10 * math.log10(255.0 ** 2 / mse)
+
+
+def reference_psnr(source: str | Path, blob: bytes) -> float:
+    """PSNR of a prepared image against the full decode of its source, resized the same way."""
+    from PIL import Image
+
+    with Image.open(io.BytesIO(blob)) as prepared:
+        got = np.asarray(prepared.convert("RGB"))
+    with Image.open(source) as image:
+        image.load()
+        want = np.asarray(_resize(image, (got.shape[1], got.shape[0])))
+    return psnr(want, got)
+
+
+def manifest_sha256(path: str | Path) -> str:
+    """The identity of a source manifest (its bytes)."""
+    return _sha256_file(Path(path))
+
+
+def _cpu_seconds() -> float:
+    own, children = (resource.getrusage(who) for who in (resource.RUSAGE_SELF,
+                                                         resource.RUSAGE_CHILDREN))
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def _check_writable(folder: Path) -> None:
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        probe = folder / ".write-test"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as exc:
+        raise DatasetError(f"Cannot write the prepared dataset under {folder} ({exc.strerror}); "
+                           "make paths.data_root writable or point it elsewhere.") from None
+
+
+def _pow2(value: int, low: int, high: int) -> int:
+    """The power of two at or above value, within [low, high]."""
+    return min(max(1 << max(int(value) - 1, 1).bit_length(), low), high)
+
+
+def _write_record(folder: Path, rows: list[dict[str, Any]]) -> None:
+    from mindspore.mindrecord import FileWriter
+
+    writer = FileWriter(str(folder / RECORD), shard_num=1, overwrite=True)
+    # MindRecord pads every page to its size (32 MB by default): pages sized to the data keep a
+    # 2 MB dataset a 2 MB file; the header grows with the number of pages.
+    blobs = [len(row["image"]) for row in rows]
+    page = _pow2(max(4 * max(blobs), sum(blobs) // 256), 1 << 15, 1 << 28)
+    writer.set_page_size(page)
+    writer.set_header_size(_pow2(64 * (sum(blobs) // page + 8) * 16, 1 << 14, 1 << 27))
+    writer.add_schema(SCHEMA, "perfstudy prepared images")
+    for start in range(0, len(rows), 64):
+        writer.write_raw_data(rows[start:start + 64])
+    writer.commit()
+
+
+def prepare(source_manifest_path: str | Path, settings: Settings, out_dir: str | Path,
+            workers: int = 1) -> Path:
+    """Write the prepared MindRecord and its manifest.json under out_dir; return the manifest
+    path. A folder whose manifest records the same source manifest and settings is reused."""
+    out = Path(out_dir)
+    source_sha = manifest_sha256(source_manifest_path)
+    existing = out / MANIFEST
+    if existing.is_file():
+        try:
+            recorded = json.loads(existing.read_text())
+        except json.JSONDecodeError:
+            recorded = {}
+        if (recorded.get("source_manifest", {}).get("sha256") == source_sha
+                and recorded.get("settings") == asdict(settings)
+                and (out / RECORD).is_file()):
+            return existing
+    source = load_manifest(source_manifest_path)
+    _check_writable(out.parent)
+    root = Path(source["root"])
+    label_of = {name: index for index, name in enumerate(source["classes"])}
+    entries = sorted(source["files"], key=lambda e: (label_of[e["path"].split("/")[0]],
+                                                     e["path"].split("/")[1]))
+    started, cpu_started = time.perf_counter(), _cpu_seconds()
+    jobs = [(str(root / entry["path"]), settings) for entry in entries]
+    if workers > 1:
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            done = list(pool.map(_prepare_one, jobs, chunksize=4))
+    else:
+        done = [_prepare_one(job) for job in jobs]
+    rows = [{"image": item["blob"], "label": label_of[entry["path"].split("/")[0]],
+             "path": entry["path"]} for entry, item in zip(entries, done)]
+    staging = out.with_name(out.name + ".tmp")
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    _write_record(staging, rows)
+    wall, cpu = time.perf_counter() - started, _cpu_seconds() - cpu_started
+    picks = sorted({round(i * (len(done) - 1) / max(PSNR_SAMPLE - 1, 1))
+                    for i in range(min(PSNR_SAMPLE, len(done)))})
+    scores = [reference_psnr(jobs[i][0], done[i]["blob"]) for i in picks]
+    before_mp = [item["width"] * item["height"] / 1e6 for item in done]
+    after_mp = [item["out_width"] * item["out_height"] / 1e6 for item in done]
+    sides = [min(item["out_width"], item["out_height"]) for item in done]
+    record_bytes = sum(p.stat().st_size for p in staging.iterdir())
+    manifest = {
+        "source": "prepared",
+        "format": "mindrecord",
+        "root": str(out.resolve()),
+        "record": RECORD,
+        "record_sha256": _sha256_file(staging / RECORD),
+        "num_images": len(rows),
+        "num_classes": source["num_classes"],
+        "classes": source["classes"],
+        "total_bytes": record_bytes,
+        "dataset_sha256": hashlib.sha256(
+            "".join(f"{r['path']}\t{hashlib.sha256(r['image']).hexdigest()}\n"
+                    for r in rows).encode()).hexdigest(),
+        "mean_megapixels": float(np.mean(after_mp)),
+        "source_manifest": {"path": str(Path(source_manifest_path).resolve()), "sha256": source_sha,
+                            "dataset_sha256": source["dataset_sha256"], "root": str(root),
+                            "source": source["source"]},
+        "settings": asdict(settings),
+        "rule": settings.rule(),
+        "order": "ImageFolderDataset's: sorted class folders, then sorted file names",
+        "before": {"bytes": sum(item["bytes"] for item in done),
+                   "mean_megapixels": float(np.mean(before_mp)),
+                   "total_megapixels": float(np.sum(before_mp))},
+        "after": {"bytes": sum(len(item["blob"]) for item in done), "record_bytes": record_bytes,
+                  "mean_megapixels": float(np.mean(after_mp)),
+                  "total_megapixels": float(np.sum(after_mp)),
+                  "short_side_min": int(min(sides)), "short_side_max": int(max(sides))},
+        "psnr_db": {"images": len(scores), "min": float(min(scores)),
+                    "mean": float(np.mean(scores)),
+                    "against": "the source decoded in full, resized (Lanczos) to the same size"},
+        "preparation": {"wall_s": wall, "cpu_s": cpu, "workers": workers},
+        "files": [{"path": entry["path"], "label": row["label"], "bytes": len(row["image"]),
+                   "width": item["out_width"], "height": item["out_height"]}
+                  for entry, row, item in zip(entries, rows, done)],
+    }
+    write_manifest(manifest, staging)
+    shutil.rmtree(out, ignore_errors=True)
+    os.replace(staging, out)
+    return existing
+
+
+def record_path(manifest: dict[str, Any]) -> str:
+    """The MindRecord file a prepared manifest describes."""
+    return str(Path(manifest["root"]) / manifest["record"])
+
+
+def verify(manifest: dict[str, Any]) -> None:
+    """Check the record file is the one prepared (sha256); one sentence otherwise."""
+    path = Path(record_path(manifest))
+    fix = f"delete {path.parent} and run again to re-prepare it"
+    for file in (path, path.with_name(path.name + ".db")):
+        if not file.is_file():
+            raise DatasetError(f"The prepared dataset's {file.name} is missing from {path.parent}; "
+                               f"{fix}.")
+    if _sha256_file(path) != manifest.get("record_sha256"):
+        raise DatasetError(f"The prepared MindRecord {path} is corrupt or changed (its sha256 "
+                           f"differs from the manifest's); {fix}.")
