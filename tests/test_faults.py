@@ -24,7 +24,7 @@ def _processes_running(fragment: str) -> list[int]:
 
 def _snakemake(out: Path, *extra: str) -> list[str]:
     return [SNAKEMAKE, "-s", str(REPO / "Snakefile"), "-d", str(out), "--cores", "2",
-            "--config", f"results={out}", "overrides=[size=smoke]", *extra]
+            "--config", f"results={out}", "overrides=[size=smoke]", "arms=[baseline,tuned]", *extra]
 
 
 def test_a_training_killed_half_way_is_finished_by_the_next_run(tmp_path):

@@ -29,10 +29,22 @@ def test_dry_run_plans_the_whole_study(tmp_path):
     result = snakemake("-n", "--cores", "2", workdir=tmp_path)
     assert result.returncode == 0, result.stderr
     out = result.stdout + result.stderr
-    for rule, count in (("compose_config", 2), ("make_dataset", 1), ("train", 2),
-                        ("track_init", 1), ("track_arm", 2), ("make_report", 1),
+    for rule, count in (("compose_config", 4), ("make_dataset", 1), ("prepare_dataset", 1),
+                        ("train", 4), ("track_init", 1), ("track_arm", 4), ("make_report", 1),
                         ("track_study", 1)):
         assert any(line.split() == [rule, str(count)] for line in out.splitlines()), rule
+
+
+def test_arms_selects_some_arms_of_the_study(tmp_path):
+    result = snakemake("-n", "--cores", "2", "--config", "overrides=[size=smoke]",
+                       "arms=[baseline,tuned]", workdir=tmp_path)
+    assert result.returncode == 0, result.stderr
+    out = result.stdout + result.stderr
+    assert any(line.split() == ["train", "2"] for line in out.splitlines())
+    assert "prepare_dataset" not in out
+    bad = snakemake("-n", "--cores", "2", "--config", "arms=[basline]", workdir=tmp_path)
+    assert bad.returncode != 0
+    assert "Arm 'basline' is not an arm of study 'seed_case'" in bad.stdout + bad.stderr
 
 
 def test_global_overrides_reach_every_arm(tmp_path):

@@ -123,17 +123,38 @@ def create_source(root: str, pipe_cfg, cpus: int, num_batches: int = 1) -> ds.Da
                                  extensions=JPEG_EXTENSIONS, **workers)
 
 
-def image_folder_orders(size: int, epochs: int) -> list[list[int]]:
-    """The row order ImageFolderDataset(shuffle=True) reads in each epoch under the current seed
-    (its RandomSampler, run over row numbers); the seed is left as it was."""
-    seed = ds.config.get_seed()
-    rows = ds.NumpySlicesDataset({"row": np.arange(size).reshape(size, 1)},
-                                 sampler=ds.RandomSampler())
-    iterator = rows.create_tuple_iterator(output_numpy=True, num_epochs=epochs)
-    orders = [[int(row[0][0]) for row in iterator] for _ in range(epochs)]
-    iterator.stop()
-    ds.config.set_seed(seed)  # the maps' random operations draw as they would have
-    return orders
+_ORDERS: dict[tuple[int, int], list[list[int]]] = {}
+
+
+def image_folder_orders(size: int, epochs: int, seed: int | None = None) -> list[list[int]]:
+    """The row order ImageFolderDataset(shuffle=True) reads in each epoch under `seed` (default:
+    the current one): its RandomSampler run over row numbers. The seed is left as it was.
+
+    It runs a small pipeline of its own, and MindSpore's dataset profiler attaches to the first
+    pipeline launched after it starts: a profiled run plans its orders first (plan_orders)."""
+    seed = ds.config.get_seed() if seed is None else seed
+    cached = _ORDERS.get((size, seed))
+    if cached is None or len(cached) < epochs:
+        current = ds.config.get_seed()
+        ds.config.set_seed(seed)
+        rows = ds.NumpySlicesDataset({"row": np.arange(size).reshape(size, 1)},
+                                     sampler=ds.RandomSampler())
+        iterator = rows.create_tuple_iterator(output_numpy=True, num_epochs=epochs)
+        _ORDERS[(size, seed)] = [[int(row[0][0]) for row in iterator] for _ in range(epochs)]
+        iterator.stop()
+        ds.config.set_seed(current)  # the maps' random operations draw as they would have
+    return _ORDERS[(size, seed)][:epochs]
+
+
+def plan_orders(root: str, pipe_cfg, batches_by_seed: dict[int, int]) -> None:
+    """Compute a prepared source's epoch orders for each pipeline the run will launch (seed ->
+    batches), before any profiler starts. Nothing to do for other sources."""
+    if not str(root).endswith(".mindrecord") or not pipe_cfg.shuffle:
+        return
+    size = _mindrecord(str(root), shuffle=False).get_dataset_size()
+    per_epoch = max(1, size // pipe_cfg.batch_size)
+    for seed, batches in batches_by_seed.items():
+        image_folder_orders(size, max(1, math.ceil(batches / per_epoch)), seed)
 
 
 def _mindrecord(root: str, **kwargs) -> ds.Dataset:

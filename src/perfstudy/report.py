@@ -14,7 +14,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from perfstudy import repeats, scaling, scenarios  # noqa: E402
+from perfstudy import remedy, repeats, scaling, scenarios  # noqa: E402
 from perfstudy.diagnosis import input_bound_band, verdict_label  # noqa: E402
 from perfstudy.io import read_json, read_table, write_csv, write_text_atomic  # noqa: E402
 
@@ -387,6 +387,9 @@ def build(study: str, runs: list[Arm], out_dir: str | Path) -> dict[str, Path]:
         paths[f"fig_queues_{arm.name}"] = figure_queues(arm, figures / f"queues_{arm.name}.png")
     scaling_fig = scaling.figure_scaling(arms, figures / "scaling.png")
     baseline = next((a for a in arms if a.name == "baseline"), None)
+    prepared = remedy.evidence(arms)
+    if not prepared.empty:
+        paths["prepared"] = write_csv(out / "prepared.csv", prepared)
     verdicts = []
     for arm in arms:
         line = verdict(arm, baseline)
@@ -397,7 +400,8 @@ def build(study: str, runs: list[Arm], out_dir: str | Path) -> dict[str, Path]:
                          f" the baseline's ({arm.summary['steady_step_ms']:.0f} vs "
                          f"{baseline.summary['steady_step_ms']:.0f} ms per steady step).")
             line = (f"{arm.name} ({_workers_text(arm.summary)}): {arm.diagnosis['headline']} "
-                    f"{arm.diagnosis['recommendation']['sentence']}{speed}")
+                    f"{arm.diagnosis['recommendation']['sentence']}{remedy.quote(arm, prepared)}"
+                    f"{speed}")
         verdicts.append(line)
     exclusions = [f"{a.name}: {a.summary['steps_measured']} measured, excluded "
                   f"{a.summary['steps_excluded_by_phase']}; {a.summary['drain_rule']}" for a in arms]
@@ -411,6 +415,8 @@ def build(study: str, runs: list[Arm], out_dir: str | Path) -> dict[str, Path]:
         ("Diagnosis benchmark, by scenario", _or_none(bench)),
         ("Diagnosis benchmark: predicted against measured at every swept setting", _or_none(bench_points)),
         ("Verdicts", verdicts),
+        ("The remedy, measured: the source prepared at a bounded resolution",
+         remedy.lines(prepared, arms) or None),
         ("Repeats: spread across seeds, and the speedup's interval",
          repeats.report_table(spread) if spread["repeats"].max() > 1 else None),
         ("Diagnosis, side by side", _diagnosis_table(arms)),

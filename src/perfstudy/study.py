@@ -53,7 +53,13 @@ def arm_table(wf_config: dict[str, Any], study: str | None = None) -> dict[str, 
                 raise ConfigError(f"Study {study or wf_config['study']!r}: the sweep's arm {name!r} "
                                   "is also written under `arms:`; rename one of them.")
             arms[name] = [*sweep.get("overrides", []), f"{sweep['key']}={value}"]
-    return arms
+    only = wf_config.get("arms") or []
+    unknown = [name for name in only if name not in arms]
+    if unknown:
+        raise ConfigError(f"Arm {unknown[0]!r} is not an arm of study "
+                          f"{study or wf_config['study']!r}; use some of {', '.join(arms)} in "
+                          "`arms` (or leave it empty for all).")
+    return {name: overrides for name, overrides in arms.items() if not only or name in only}
 
 
 def scenario_arms(spec: dict[str, Any], study: str) -> dict[str, list[str]]:

@@ -317,6 +317,11 @@ def run(cfg, manifest_path: str | Path | None = None) -> dict[str, Any]:
     # Surplus batches: the pipeline must still be working when the last step runs, or the
     # last steps run without it and look faster than the steady state.
     surplus = cfg.pipeline.prefetch_size or ds_config.get_prefetch_size()
+    # every pipeline this run launches, by seed: measured, calibration, profiled
+    pipeline.plan_orders(source, cfg.pipeline, {
+        run_seed(cfg): cfg.trainer.steps + surplus,
+        run_seed(cfg) + 1: cfg.trainer.calibration_batches + 1,
+        run_seed(cfg) + 2: extra_steps(cfg.profiler) + surplus})
     profiler = RunProfiler(cfg.profiler, run_dir / "profile", cfg.trainer.steps,
                            cfg.trainer.warmup_steps)
     inline = cfg.profiler.placement == "inline"
