@@ -50,7 +50,7 @@ def main() -> None:
         arm_runs[row.arm] = read_json(Path(args.runs_dir) / row.arm / "mlflow_run.json")["run_id"]
     for run_file in args.run_files:  # every run of the study, repeats included
         arm_runs.setdefault(Path(run_file).parent.name, read_json(run_file)["run_id"])
-        steps = pd.read_csv(Path(args.runs_dir) / row.arm / "steps.csv")
+        steps = pd.read_csv(Path(run_file).parent / "steps.csv")
         last_end = max(last_end, tracking.run_end_ms(steps))
     spread = pd.read_csv(report_dir / "repeats.csv")
     for row in spread.itertuples(index=False):  # the aggregates over each arm's repeats
@@ -61,8 +61,22 @@ def main() -> None:
             value = getattr(row, key)
             if value == value:  # NaN (an interval from one repeat) is not logged
                 metrics[f"{row.arm}/{key}"] = value
+    prepared_csv = report_dir / "prepared.csv"
+    if prepared_csv.is_file():  # the decode remedy, measured: gain, prediction, cost, payback
+        for row in pd.read_csv(prepared_csv).to_dict("records"):
+            for key in ("speedup", "steady_step_ms", "predicted_step_ms", "prediction_error",
+                        "preparation_wall_s", "preparation_cpu_s", "bytes_before", "bytes_after",
+                        "payback_steps", "payback_epochs"):
+                value = row.get(key)
+                if value is not None and value == value and abs(value) != float("inf"):
+                    metrics[f"prepared/{row['arm']}/{key}"] = value
+            if isinstance(row.get("source_arm"), str):
+                tags[f"perfstudy.prepared.{row['arm']}"] = (
+                    f"{row['speedup']:.2f}x the images/s of {row['source_arm']} "
+                    f"({row['steady_step_ms']:.0f} vs {row['source_step_ms']:.0f} ms per step)")
     files = [(report_dir / name, None) for name in ("report.html", "report.md", "comparison.csv",
-                                                    "repeats.csv")]
+                                                    "repeats.csv", "prepared.csv")
+             if (report_dir / name).is_file()]
     files += [(png, "figures") for png in sorted((report_dir / "figures").glob("*.png"))]
     with tracking.store_lock(ids["tracking_uri"]):
         tracking.log_study(tracking.client_for(ids["tracking_uri"]), ids["study_run_id"],

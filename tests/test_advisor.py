@@ -199,3 +199,22 @@ def test_without_a_profile_a_probed_python_map_is_still_its_own_stage():
     assert advice["recommended"]["pipeline.extra_transform_workers"] == 2
     assert advice["recommended"]["pipeline.extra_transform_workers" + advisor.MP] is True
     assert advice["recommended"][advisor.PRIMARY_KEY] == 1  # the article's map is not the culprit
+
+
+def test_the_prepared_source_is_predicted_from_the_decode_cost_per_megapixel():
+    from perfstudy import decision
+
+    summary = {**_summary(cores=8), "dataset": {"mean_megapixels": 16.0, "bounded_megapixels": 0.016,
+                                                "bound_rule": "per image, the crop bound"}}
+    ops = _ops(95.0, 95.0).assign(operations=["", "Decode", ""])
+    advice = advisor.advise(summary, ops)
+    predicted = decision.prepared_prediction(advice, summary)
+    # the map's 3040 CPU-ms per batch at 16 MP is 3.04 at 0.016 MP: the network's 500 ms binds
+    assert decision.prepared_step_at(predicted, {advisor.PRIMARY_KEY: 1}) == pytest.approx(500.0, rel=0.02)
+    assert predicted["now"] == pytest.approx(500.0, rel=0.02)
+    assert {r["binding"] for r in predicted["predictions"]} == {"network"}
+    assert decision.prepared_step_at(predicted, {advisor.PRIMARY_KEY: 99}) is None
+    # nothing decodes, or the source is already within the bound: no prediction
+    assert decision.prepared_prediction(advisor.advise(summary, _ops(95.0, 95.0)), summary) is None
+    within = {**summary, "dataset": {"mean_megapixels": 0.01, "bounded_megapixels": 0.01}}
+    assert decision.prepared_prediction(advisor.advise(within, ops), within) is None

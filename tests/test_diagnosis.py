@@ -104,7 +104,9 @@ def test_saturated_cpu_says_no_worker_setting_helps_and_what_would():
     assert rec["action"] == "cannot_help" and rec["culprit_kind"] == "decode"
     assert "No worker setting helps" in rec["sentence"] and "the CPUs are full" in rec["sentence"]
     assert "16.00 megapixels per image" in rec["sentence"]  # the source size, with what it would give
-    assert "114 px short side" in rec["sentence"]  # 32 / sqrt(0.08) = 113.1: the crop is not upsampled
+    # a 4:3 source at a 114 px short side (its smallest crop is not upsampled to 32 px): 0.017 MP
+    assert "prepared at a bounded resolution (0.017 MP" in rec["sentence"]
+    assert rec["prepared_prediction"]["megapixels_prepared"] == pytest.approx(152 * 114 / 1e6)
     assert result["headline"].startswith("CPU-bound: pipeline and network together keep the 2 CPUs busy")
     assert "moderately input-bound" in result["headline"]
 

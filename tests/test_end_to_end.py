@@ -8,6 +8,7 @@ import pytest
 from conftest import REPO, SNAKEMAKE, env_without_mlflow
 
 pytestmark = pytest.mark.slow
+ARMS = ("baseline", "tuned", "prepared", "prepared_tuned")
 
 SUMMARY_KEYS = {"study", "arm", "steps_measured", "steps_excluded", "step_ms", "gap_ms",
                 "fwd_bwd_ms", "tail_ms", "gap_share", "steady_step_ms", "images_per_s",
@@ -26,7 +27,7 @@ def study(tmp_path_factory):
 
 
 def test_every_arm_has_its_config_steps_and_summary(study):
-    for arm in ("baseline", "tuned"):
+    for arm in ARMS:
         run = study / "runs" / "seed_case" / arm
         summary = json.loads((run / "summary.json").read_text())
         assert SUMMARY_KEYS <= set(summary)
@@ -57,7 +58,7 @@ def test_every_arm_has_its_config_steps_and_summary(study):
 def test_every_run_records_its_environment_and_the_report_lists_it(study):
     from perfstudy.provenance import git_state
 
-    for arm in ("baseline", "tuned"):
+    for arm in ARMS:
         run = study / "runs" / "seed_case" / arm
         env = json.loads((run / "environment.json").read_text())
         assert any(line.startswith("mindspore==") for line in env["pip_freeze"])
@@ -78,7 +79,7 @@ def test_report_has_published_and_measured_numbers_and_figures(study):
     report = study / "report" / "seed_case"
     table = pd.read_csv(report / "comparison.csv")
     assert set(table["source"]) == {"published", "measured"}
-    assert set(table[table["source"] == "measured"]["arm"]) == {"baseline", "tuned"}
+    assert set(table[table["source"] == "measured"]["arm"]) == set(ARMS)
     published = table[(table["source"] == "published") & (table["arm"] == "tuned")].iloc[0]
     assert published["steady_step_ms"] == pytest.approx(18.07)
     for name in ("step_breakdown.png", "step_time.png", "published_vs_measured.png"):
@@ -86,20 +87,20 @@ def test_report_has_published_and_measured_numbers_and_figures(study):
     md = (report / "report.md").read_text()
     assert "72.8" in md or "73" in md
     assert "baseline (" in md and "tuned (" in md
-    for arm in ("baseline", "tuned"):
+    for arm in ARMS:
         assert (report / "figures" / f"queues_{arm}.png").read_bytes()[:4] == b"\x89PNG"
     assert "## Diagnosis, side by side" in md
     assert "## Step trace: op timeline vs host timers" in md
     assert "Map #2 [RandomCropDecodeResize" in md  # operators named as a user knows them
     html = (report / "report.html").read_text()
-    assert html.count("data:image/png;base64,") == 6  # + the scaling figure (1 and 2 workers ran)
+    assert html.count("data:image/png;base64,") == 8  # 3 + 4 queue plots + the scaling figure
     assert (report / "figures" / "scaling.png").read_bytes()[:4] == b"\x89PNG"
     assert "## What-if advisor: predicted from one profiled run" in md
     assert "| baseline | 1 |" in md  # predicted against measured, per arm
 
 
 def test_every_arm_is_profiled_and_diagnosed(study):
-    for arm in ("baseline", "tuned"):
+    for arm in ARMS:
         run = study / "runs" / "seed_case" / arm
         raw = {p.name for p in (run / "profile").rglob("*") if p.is_file()}
         assert {"pipeline_profiling_0.json", "minddata_cpu_utilization_0.json",
@@ -133,7 +134,7 @@ def test_mlflow_holds_one_parent_and_one_child_per_arm(study):
     parents = [r for r in runs if r.data.tags.get("perfstudy.role") == "study"]
     children = [r for r in runs if r.data.tags.get("perfstudy.role") == "arm"]
     assert len(parents) == 1
-    assert sorted(r.data.tags["perfstudy.arm"] for r in children) == ["baseline", "tuned"]
+    assert sorted(r.data.tags["perfstudy.arm"] for r in children) == sorted(ARMS)
     for child in children:
         assert child.data.tags["mlflow.parentRunId"] == parents[0].info.run_id
         assert child.info.status == "FINISHED"
@@ -160,6 +161,47 @@ def test_mlflow_holds_one_parent_and_one_child_per_arm(study):
     assert "tuned/speedup" in parents[0].data.metrics
     assert parents[0].data.tags["perfstudy.verdict.baseline"].split(",")[0].endswith("-bound")
     assert "perfstudy.recommendation.tuned" in parents[0].data.tags
+
+
+def test_the_prepared_arms_prove_the_remedy(study):
+    from mlflow.tracking import MlflowClient
+
+    runs = study / "runs" / "seed_case"
+    base = json.loads((runs / "baseline/summary.json").read_text())
+    manifest = json.loads((study / "data/prepared-photos_smoke-crop32-q90/manifest.json").read_text())
+    assert (study / "data/prepared-photos_smoke-crop32-q90/train.mindrecord").is_file()
+    for arm, source_arm in (("prepared", "baseline"), ("prepared_tuned", "tuned")):
+        summary = json.loads((runs / arm / "summary.json").read_text())
+        source = json.loads((runs / source_arm / "summary.json").read_text())
+        assert summary["dataset"]["source"] == "prepared"
+        assert summary["dataset"]["prepared"]["source_manifest"]["dataset_sha256"] == base["dataset_sha256"]
+        assert summary["dataset_sha256"] == manifest["dataset_sha256"] != base["dataset_sha256"]
+        assert summary["operator_settings"] == source["operator_settings"]
+        assert summary["dataset"]["mean_megapixels"] < source["dataset"]["mean_megapixels"]
+        assert summary["steps_measured"] + summary["steps_excluded"] == 8
+    # the prediction was made from the source arm's profile, before the prepared arm ran
+    diagnosis = json.loads((runs / "baseline/diagnosis.json").read_text())
+    predicted = diagnosis["recommendation"]["prepared_prediction"]
+    assert predicted["megapixels_prepared"] == pytest.approx(manifest["after"]["mean_megapixels"])
+    assert predicted["predictions"] and all(r["step_ms"] > 0 for r in predicted["predictions"])
+    table = pd.read_csv(study / "report/seed_case/prepared.csv").set_index("arm")
+    assert table.loc["prepared", "source_arm"] == "baseline"
+    assert table.loc["prepared_tuned", "source_arm"] == "tuned"
+    assert (table["predicted_step_ms"] > 0).all() and (table["preparation_wall_s"] > 0).all()
+    assert (table["bytes_after"] < table["bytes_before"]).all()
+    md = (study / "report/seed_case/report.md").read_text()
+    assert "The remedy, measured" in md and "predicted from baseline's profile before it ran" in md
+    assert "What does not: the images, their labels and their order" in md
+    client = MlflowClient(f"sqlite:///{study}/mlflow/mlflow.db")
+    experiment = client.get_experiment_by_name("perfstudy/seed_case")
+    runs_found = client.search_runs([experiment.experiment_id])
+    parent = next(r for r in runs_found if r.data.tags.get("perfstudy.role") == "study")
+    assert "prepared/prepared/speedup" in parent.data.metrics
+    assert "prepared/prepared_tuned/payback_steps" in parent.data.metrics
+    assert "x the images/s of baseline" in parent.data.tags["perfstudy.prepared.prepared"]
+    prepared_run = next(r for r in runs_found if r.data.tags.get("perfstudy.arm") == "prepared")
+    assert prepared_run.data.tags["perfstudy.data"] == "prepared"
+    assert "prepared.csv" in {a.path for a in client.list_artifacts(parent.info.run_id)}
 
 
 def test_snakemake_report_renders_the_registered_outputs(study):

@@ -24,6 +24,7 @@ import math
 from typing import Any
 
 from perfstudy.advisor import COMPUTES, MP, describe_settings, predict
+from perfstudy.prepare import Settings, bounded_megapixels
 
 NOT_STEADY = 0.92  # steady step / floor below this: the window was not steady
 DECODE_OPS = ("Decode", "RandomCropDecodeResize", "DecodeVideo")
@@ -83,6 +84,10 @@ def prepared_prediction(advice: dict[str, Any], summary: dict[str, Any]) -> dict
     None when nothing decodes or the source is already within the bound."""
     data = summary.get("dataset") or {}
     now_mp, target_mp = data.get("mean_megapixels"), data.get("bounded_megapixels")
+    if now_mp and target_mp is None:  # a summary from before sizes were sampled: assume 4:3
+        width, height = math.sqrt(now_mp * 1e6 * 4 / 3), math.sqrt(now_mp * 1e6 * 3 / 4)
+        target_mp = bounded_megapixels([(round(width), round(height))],
+                                       Settings(int(summary.get("image_size") or 224), None, 90))
     decoding = [s for s in advice["stages"]
                 if s.get("kind") != "probed" and any(op in DECODE_OPS for op in s["operations"])]
     if not decoding or not now_mp or not target_mp or target_mp >= now_mp:
@@ -90,12 +95,20 @@ def prepared_prediction(advice: dict[str, Any], summary: dict[str, Any]) -> dict
     ratio = target_mp / now_mp
     scaled = {**advice, "stages": [{**s, "cpu_ms_per_batch": s["cpu_ms_per_batch"] * ratio}
                                    if s in decoding else s for s in advice["stages"]]}
+    own = predict(advice, advice["now"])["binding"]
+
+    def step(row: dict[str, Any]) -> float:
+        # The level (measured / modelled at the run's own setting) corrects what the model
+        # misses in the run's own regime (e.g. a decoding map and the network contending for
+        # the cores); a smaller source changes what binds, and there the model stands alone.
+        return row["step_ms"] if row["binding"] == own else row["model_step_ms"]
+
     rows = [predict(scaled, r["settings"]) for r in advice["predictions"]]
     return {"megapixels_now": now_mp, "megapixels_prepared": target_mp, "rule": data.get("bound_rule"),
-            "decoding_stage": decoding[0]["label"],
-            "now": predict(scaled, advice["now"])["step_ms"],
-            "predictions": [{"settings": r["settings"], "step_ms": r["step_ms"],
-                             "binding": r["binding"]} for r in rows]}
+            "decoding_stage": decoding[0]["label"], "binding_now": own,
+            "now": step(predict(scaled, advice["now"])),
+            "predictions": [{"settings": r["settings"], "step_ms": step(r), "binding": r["binding"],
+                             "levelled": r["binding"] == own} for r in rows]}
 
 
 def prepared_step_at(prediction: dict[str, Any] | None, settings: dict[str, Any]) -> float | None:
@@ -156,7 +169,11 @@ def remedies(kind: str | None, advice: dict[str, Any], stage: dict[str, Any] | N
         return [f"{stage['label']} computes in C++: a cheaper or fewer transforms, or more cores "
                 f"(CPU floor {best['cpu_floor_ms']:.0f} ms on {cores} CPUs)"]
     if best["binding"] == "cpu":
-        return [f"nothing in the pipeline's settings: the CPUs are full (pipeline "
+        prepared = prepared_prediction(advice, summary)
+        # the CPUs are full and decoding fills them: a smaller source lowers the floor itself
+        decode = ([_decode_remedy(advice, summary, best)] if prepared and min(
+            r["step_ms"] for r in prepared["predictions"]) < 0.95 * best["step_ms"] else [])
+        return decode + [f"nothing else in the pipeline's settings: the CPUs are full (pipeline "
                 f"{best['pipeline_cpu_ms']:.0f} + network {advice['network_cpu_ms']:.0f} CPU-ms per "
                 f"step on {cores} CPUs = {best['cpu_floor_ms']:.0f} ms); cheaper transforms, an "
                 "accelerator for the network, or more cores"]
@@ -219,7 +236,7 @@ def decide(summary: dict[str, Any], advice: dict[str, Any], band: str, compute_m
         bound = "cpu" if now_row["binding"] == "cpu" else "compute"
         sentence = (f"Keep the pipeline as it is: the step waits for data "
                     f"{100 * summary['gap_share']:.1f} % of the time and no setting is predicted to "
-                    f"be 5 % faster; what bounds it: " + "; ".join(remedies(None, advice, None, summary, best)))
+                    f"be 5 % faster; what would help: " + "; ".join(remedies(None, advice, None, summary, best)))
     return {**base, "bound": bound, "action": action, "changes": changes,
             "settings": advice["recommended"], "predicted_step_ms": pick["step_ms"],
             "predicted_gain": gain, "culprit_key": culprit["key"] if culprit else None,

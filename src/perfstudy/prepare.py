@@ -30,8 +30,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from perfstudy.data import (MANIFEST, DatasetError, _sha256_file, dataset_dir, load_manifest,
-                            write_manifest)
+from perfstudy.data import MANIFEST, DatasetError, _sha256_file, dataset_dir, load_manifest, write_manifest
 
 RECORD = "train.mindrecord"
 PREFIX = "prepared-"  # prepared datasets' folders under data_root start with this
@@ -54,7 +53,7 @@ class Settings:
     ratio_max: float = CROP_RATIO[1]
 
     @classmethod
-    def from_config(cls, cfg) -> "Settings":
+    def from_config(cls, cfg) -> Settings:
         """From a run config (data.prepared_* and the pipeline's input size)."""
         return cls(int(cfg.pipeline.image_size), cfg.data.prepared_short_side,
                    int(cfg.data.prepared_quality))
@@ -68,9 +67,9 @@ class Settings:
         """The bound in words, for the manifest and the report."""
         if self.short_side:
             return f"short side {self.short_side} px (never upsampled)"
-        return (f"per image, the smallest short side at which RandomCropDecodeResize's smallest "
-                f"crop (area {self.scale_min:g}, ratio {self.ratio_min:g}..{self.ratio_max:g}) is "
-                f"not upsampled to {self.image_size} px (never upsampled)")
+        return (f"each image's short side cut to the smallest at which no random crop (area >= "
+                f"{self.scale_min:g}, ratio {self.ratio_min:g}..{self.ratio_max:g}) is upsampled to "
+                f"{self.image_size} px")
 
 
 def crop_bound_side(image_size: int, aspect: float, scale_min: float = CROP_SCALE[0],
@@ -222,7 +221,7 @@ def prepare(source_manifest_path: str | Path, settings: Settings, out_dir: str |
     else:
         done = [_prepare_one(job) for job in jobs]
     rows = [{"image": item["blob"], "label": label_of[entry["path"].split("/")[0]],
-             "path": entry["path"]} for entry, item in zip(entries, done)]
+             "path": entry["path"]} for entry, item in zip(entries, done, strict=True)]
     staging = out.with_name(out.name + ".tmp")
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
@@ -268,7 +267,7 @@ def prepare(source_manifest_path: str | Path, settings: Settings, out_dir: str |
         "preparation": {"wall_s": wall, "cpu_s": cpu, "workers": workers},
         "files": [{"path": entry["path"], "label": row["label"], "bytes": len(row["image"]),
                    "width": item["out_width"], "height": item["out_height"]}
-                  for entry, row, item in zip(entries, rows, done)],
+                  for entry, row, item in zip(entries, rows, done, strict=True)],
     }
     write_manifest(manifest, staging)
     shutil.rmtree(out, ignore_errors=True)

@@ -128,7 +128,10 @@ def lines(table: pd.DataFrame, arms: list) -> list[str]:
 
 def quote(arm, table: pd.DataFrame) -> str:
     """For an arm whose culprit decodes: what its prepared counterpart measured (or '')."""
-    if table.empty or (arm.diagnosis or {}).get("recommendation", {}).get("culprit_kind") != "decode":
+    answer = (arm.diagnosis or {}).get("recommendation", {})
+    named = answer.get("culprit_kind") == "decode" or any(
+        str(r).startswith("decode less") for r in answer.get("remedies", []))
+    if table.empty or not named:
         return ""
     rows = table[table["source_arm"] == arm.name]
     if rows.empty:

@@ -256,7 +256,21 @@ def arm_tags(summary: dict[str, Any], study: str, arm: str, instance: str) -> di
         "workers_effective": str(summary["num_parallel_workers"]["effective"]),
         **({f"{TAG}autotune_map_workers": str(summary["autotune"].get("map_workers"))}
            if summary.get("autotune") else {}),
+        **prepared_tags(summary),
     }
+
+
+def prepared_tags(summary: dict[str, Any]) -> dict[str, str]:
+    """What a prepared arm trained on: the format, the bound, its source's identity."""
+    info = (summary.get("dataset") or {}).get("prepared")
+    if not info:
+        return {f"{TAG}data": "source"}
+    return {f"{TAG}data": "prepared",
+            f"{TAG}prepared.format": str(info.get("format")),
+            f"{TAG}prepared.rule": str(info.get("rule"))[:250],
+            f"{TAG}prepared.source_dataset_sha256": str(info["source_manifest"]["dataset_sha256"]),
+            f"{TAG}prepared.megapixels": f"{info['before']['mean_megapixels']:.3f} -> "
+                                         f"{info['after']['mean_megapixels']:.4f}"}
 
 
 def _op_key(row) -> str:

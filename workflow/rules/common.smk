@@ -44,8 +44,9 @@ def dataset_params(wildcards):
     """
     for cfg in ARM_CONFIGS.values():
         if source_manifest_path(cfg).parent.name == wildcards.dataset:
-            return json.dumps({"data": to_container(cfg.data), "data_root": cfg.paths.data_root},
-                              sort_keys=True)
+            source = {k: v for k, v in to_container(cfg.data).items()
+                      if not k.startswith("prepared")}  # how it is prepared is not the source's
+            return json.dumps({"data": source, "data_root": cfg.paths.data_root}, sort_keys=True)
     raise WorkflowError(f"No arm of study {STUDY} uses dataset {wildcards.dataset}.")
 
 
