@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import platform
 import re
+import socket
 import subprocess
 import sys
 from importlib import metadata
@@ -106,6 +107,17 @@ def full_environment() -> dict[str, object]:
     }
 
 
+def scheduler() -> dict[str, object] | None:
+    """The batch job this process runs in (SLURM's variables), or None outside one."""
+    job = os.environ.get("SLURM_JOB_ID")
+    if not job:
+        return None
+    return {"name": "slurm", "job_id": job, "cluster": os.environ.get("SLURM_CLUSTER_NAME"),
+            "partition": os.environ.get("SLURM_JOB_PARTITION"),
+            "node": os.environ.get("SLURMD_NODENAME"),
+            "cpus_on_node": os.environ.get("SLURM_CPUS_ON_NODE")}
+
+
 def environment() -> dict[str, object]:
     """Machine and software facts recorded with every run (summary.json)."""
     versions = {}
@@ -117,6 +129,8 @@ def environment() -> dict[str, object]:
     return {
         "python": platform.python_version(),
         "os": platform.platform(),
+        "host": socket.gethostname(),
+        "scheduler": scheduler(),
         "cpu_model": cpu_model(),
         "cpu_count": os.cpu_count(),
         "usable_cpus": cpu_count(),

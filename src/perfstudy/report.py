@@ -348,6 +348,32 @@ def _floor_table(arms: list[Arm]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def machines_check(arms: list[Arm]) -> str | None:
+    """One sentence when the arms ran on unlike machines (CPU model or usable cores differ):
+    their speedups then compare machines as well as settings."""
+    seen = {}
+    for arm in arms:
+        env = arm.summary.get("environment") or {}
+        kind = (env.get("cpu_model"), env.get("usable_cpus") or env.get("cpu_count"))
+        seen.setdefault(kind, []).append(arm.name)
+    if len(seen) < 2:
+        return None
+    parts = "; ".join(f"{', '.join(names)} on {model} x{cores}" for (model, cores), names in seen.items())
+    return (f"The arms ran on unlike CPUs ({parts}): their speedups compare machines as well as "
+            "settings, so do not read them as the settings' effect; run every arm on one node type "
+            "(with a SLURM --constraint) and compare again.")
+
+
+def _hosts(arms: list[Arm]) -> str:
+    """Where each arm ran: host and scheduler job (when there was one)."""
+    out = []
+    for arm in arms:
+        env = arm.summary.get("environment") or {}
+        job = (env.get("scheduler") or {}).get("job_id")
+        out.append(f"{arm.name} {env.get('host', '?')}" + (f" (SLURM job {job})" if job else ""))
+    return ", ".join(out)
+
+
 def _provenance(arms: list[Arm]) -> str:
     """The footer: what every number above was made with (summary.json of each arm)."""
     s = arms[0].summary
@@ -360,7 +386,8 @@ def _provenance(arms: list[Arm]) -> str:
     mindspore = s["mindspore_version"] + (f" (commit {s['mindspore_commit']})"
                                           if s.get("mindspore_commit") else "")
     packages = ", ".join(f"{k} {v}" for k, v in env["packages"].items() if k != "mindspore")
-    return (f"{code}; config hash {configs}; dataset sha256 {datasets}; {env['cpu_model']} x"
+    return (f"{code}; config hash {configs}; dataset sha256 {datasets}; hosts {_hosts(arms)}; "
+            f"{env['cpu_model']} x"
             f"{env.get('usable_cpus') or env['cpu_count']} CPUs, {env['os']}, Python "
             f"{env['python']}; MindSpore {mindspore}; {packages}. Every run's full environment "
             "(all packages, CPU flags, memory) is its environment.json, also in MLflow.")
@@ -390,7 +417,8 @@ def build(study: str, runs: list[Arm], out_dir: str | Path) -> dict[str, Path]:
     prepared = remedy.evidence(arms)
     if not prepared.empty:
         paths["prepared"] = write_csv(out / "prepared.csv", prepared)
-    verdicts = []
+    unlike = machines_check(arms)
+    verdicts = [unlike] if unlike else []
     for arm in arms:
         line = verdict(arm, baseline)
         if arm.diagnosis:

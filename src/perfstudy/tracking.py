@@ -251,6 +251,9 @@ def arm_tags(summary: dict[str, Any], study: str, arm: str, instance: str) -> di
         "mindspore_version": str(summary.get("mindspore_version")),
         "cpu_count": str(env.get("cpu_count")),
         "cpu_model": str(env.get("cpu_model")),
+        "host": str(env.get("host")),
+        **({f"{TAG}scheduler_job_id": str(env["scheduler"]["job_id"])}
+           if env.get("scheduler") else {}),
         "size": str(summary.get("size")),
         "workers_requested": str(summary["num_parallel_workers"]["requested"]),
         "workers_effective": str(summary["num_parallel_workers"]["effective"]),
