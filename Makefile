@@ -26,13 +26,17 @@ setup: $(STAMP)  ## create .venv and install the pinned dependency set and the p
 # they need its binaries: Debian's postgresql, installed here when missing.
 PG_INITDB := $(firstword $(wildcard /usr/lib/postgresql/*/bin/initdb) $(shell command -v initdb))
 
-test-services:  ## install PostgreSQL (Debian's package) when its binaries are missing
-	@if [ -n "$(PG_INITDB)" ]; then echo "PostgreSQL: $(PG_INITDB)"; \
+# The SLURM tests start a one-node cluster (munge, slurmctld, slurmd): Debian's slurm-wlm.
+
+test-services:  ## install PostgreSQL and SLURM (Debian's packages) when their binaries are missing
+	@SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	if [ -n "$(PG_INITDB)" ] && [ -x /usr/sbin/slurmctld ] && [ -x /usr/sbin/slurmd ] && [ -x /usr/sbin/munged ]; then \
+	  echo "PostgreSQL: $(PG_INITDB); SLURM: $$(/usr/sbin/slurmctld -V)"; \
 	elif command -v apt-get >/dev/null; then \
-	  echo "installing Debian's postgresql for the tracking-server tests"; \
-	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq postgresql >/dev/null; \
-	else echo "error: PostgreSQL is not installed and apt-get is missing; install postgresql (initdb, pg_ctl) and run make test again"; exit 2; fi
+	  echo "installing Debian's postgresql, slurm-wlm and munge for the tracking-server and cluster tests"; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq \
+	    --no-install-recommends postgresql slurm-wlm slurmctld slurmd slurm-client munge >/dev/null; \
+	else echo "error: PostgreSQL or SLURM is not installed and apt-get is missing; install postgresql (initdb, pg_ctl), slurm-wlm and munge, then run make test again"; exit 2; fi
 
 run: setup  ## set up, then run the default study (snakemake --cores all)
 	$(BIN)/snakemake --cores $(CORES) --keep-going $(SNAKEMAKE_ARGS)

@@ -9,6 +9,7 @@ from snakemake.exceptions import WorkflowError
 from snakemake.utils import min_version, validate
 
 from perfstudy.cli import errors_in_logs
+from perfstudy.cluster import ended_jobs
 from perfstudy.config import ConfigError
 from perfstudy.io import OutputError, check_writable
 from perfstudy.study import check_workflow_config
@@ -40,10 +41,25 @@ include: "workflow/rules/track.smk"
 include: "workflow/rules/report.smk"
 
 
+# Where snakemake runs, also under a cluster executor: seconds of work each, and the tracking
+# rules talk to the tracking server from the machine the user started the study on.
+localrules: all, compose_config, track_init, track_arm, make_report, track_study
+
+
 rule all:
     input:
         study_outputs(),
     default_target: True
+
+
+onstart:
+    # Jobs on cluster nodes log to the tracking store from there: refuse a SQLite file up front.
+    if workflow.non_local_exec:
+        from perfstudy.tracking import cluster_store_problem
+
+        problem = cluster_store_problem(tracking_uri_hint(), workflow.executor_plugin.name)
+        if problem:
+            raise WorkflowError(problem)
 
 
 onsuccess:
@@ -55,3 +71,5 @@ onsuccess:
 onerror:
     for line in errors_in_logs(f"{RESULTS}/logs", STARTED):
         print(line, file=sys.stderr)
+    for line in ended_jobs(STARTED):  # SLURM jobs cancelled or cut at their time limit
+        print(f"error: {line}", file=sys.stderr)

@@ -164,3 +164,14 @@ def test_scenario_arms_carry_their_role_truth_and_key():
     wf["studies"]["b"]["select"] = ["same"]
     with pytest.raises(ConfigError, match="needs scenario 'slow'"):
         arm_table(wf)
+
+
+def test_a_cluster_executor_refuses_a_sqlite_tracking_store_up_front(tmp_path):
+    """SLURM's executor (the plugin is pinned) would run jobs on other nodes: the SQLite file is
+    refused before any job is submitted, with the fix (a tracking server)."""
+    result = snakemake("--executor", "slurm", "--jobs", "2", "--cores", "2", "--config",
+                       "overrides=[size=smoke]", f"results={tmp_path}/results", workdir=tmp_path)
+    out = result.stdout + result.stderr
+    assert result.returncode != 0
+    assert "The tracking store is the SQLite file" in out and "MLFLOW_TRACKING_URI=http://" in out
+    assert not (tmp_path / "results" / "runs").exists()  # nothing ran

@@ -228,7 +228,10 @@ def create_train_dataset(root: str, pipe_cfg, num_batches: int, seed: int,
                         **_workers_kwarg(pipe_cfg.batch_transform_workers, workers.cpu_count))
     if one_pass:  # real epochs, iterated by the caller: AutoTune adjusts at each epoch's end
         return data
-    return data.repeat(math.ceil(num_batches / per_epoch))
+    count = math.ceil(num_batches / per_epoch)
+    # MindSpore drops a repeat(1) from the running tree: leave it out, so the serialized
+    # pipeline (pipeline.json) lines up with the profiled operators
+    return data.repeat(count) if count > 1 else data
 
 
 def _operation_name(op: dict | None) -> str:

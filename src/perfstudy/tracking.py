@@ -52,6 +52,18 @@ def sqlite_file(uri: str) -> Path | None:
     return Path(urllib.parse.urlparse(uri).path) if uri.startswith("sqlite:///") else None
 
 
+def cluster_store_problem(uri: str, executor: str) -> str | None:
+    """Why a tracking store cannot serve jobs that run on cluster nodes (None if it can)."""
+    path = sqlite_file(uri)
+    if path is None:
+        return None
+    return (f"The tracking store is the SQLite file /{str(path).lstrip('/')}, and the {executor} executor runs jobs "
+            "on other nodes, where a SQLite file on shared storage is not safe to write "
+            "concurrently (its locks do not hold over NFS); start an `mlflow server` backed by a "
+            "database and set MLFLOW_TRACKING_URI=http://<host>:<port> (README: cluster), or run "
+            "locally.")
+
+
 def artifact_root(uri: str) -> str | None:
     """Artifact folder beside a SQLite store (<results>/mlflow/artifacts for the study's own);
     None for a server, which decides where artifacts go."""

@@ -344,6 +344,7 @@ def run(cfg, manifest_path: str | Path | None = None) -> dict[str, Any]:
     if tuned:
         log.info("AutoTune ended with map workers %s (%s)", tuned.get("map_workers"),
                  tuned["config_file"] or tuned["remark"])
+    profiled_data = None
     if not inline:  # a second pipeline, launched with the profilers, after the measured steps
         profiler.begin()
         extra = extra_steps(cfg.profiler)
@@ -355,7 +356,9 @@ def run(cfg, manifest_path: str | Path | None = None) -> dict[str, Any]:
             more, last_batch = train_loop(train_step, profiled_data, extra, cfg.pipeline.batch_size,
                                           cfg.trainer.log_every, profiler, first_index=cfg.trainer.steps)
             records += more
-    nodes = pipeline.describe(dataset, cfg.pipeline)
+    # the profiled pipeline's operators are the ones the profile numbers (a prepared source's
+    # readers per epoch differ with the pipeline's length)
+    nodes = pipeline.describe(profiled_data if profiled_data is not None else dataset, cfg.pipeline)
     write_json(run_dir / "profile" / "pipeline.json", nodes)
     calibration = calibrate(train_step, last_batch, cfg, workers, source)
     profile_meta = profiler.finish()  # the op profile's analysis, after all timing

@@ -1,0 +1,138 @@
+"""The smoke study on a real one-node SLURM cluster, through workflow/profiles/slurm, against a
+PostgreSQL-backed `mlflow server`: the same outputs as the local end-to-end test, a training
+job cancelled with scancel half way (one sentence, then the next run completes with one run
+per arm), and a training job over its time limit (one sentence naming the limit to raise).
+
+`make test` installs Debian's slurm-wlm and munge when missing (see the Makefile).
+"""
+
+import json
+import subprocess
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from conftest import REPO, SNAKEMAKE, env_without_mlflow
+from servers import MlflowServer, Postgres
+from slurm_cluster import SlurmCluster
+
+pytestmark = pytest.mark.slow
+ARMS = ("baseline", "tuned")
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    slurm = SlurmCluster().start()
+    try:
+        yield slurm
+    finally:
+        slurm.stop()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("server")
+    database = Postgres().start()
+    mlflow_server = MlflowServer(database.url, folder / "artifacts", folder / "server.log").start()
+    try:
+        yield mlflow_server
+    finally:
+        mlflow_server.stop()
+        database.stop()
+
+
+def _command(out: Path, *extra: str) -> list[str]:
+    return ["timeout", "-k", "10", "900", SNAKEMAKE, "-s", str(REPO / "Snakefile"), "-d", str(out),
+            "--profile", str(REPO / "workflow" / "profiles" / "slurm"), "--cores", "2",
+            "--slurm-status-command", "squeue",  # this test cluster runs without accounting
+            "--config", f"results={out}/results", "overrides=[size=smoke]", *extra]
+
+
+def _env(cluster, server) -> dict[str, str]:
+    return {**cluster.env(env_without_mlflow()), "MLFLOW_TRACKING_URI": server.uri}
+
+
+def _study(out: Path, cluster, server, *extra: str) -> subprocess.CompletedProcess:
+    return subprocess.run(_command(out, *extra), cwd=out, capture_output=True, text=True,
+                          env=_env(cluster, server))
+
+
+def _wait_for_steps(log: Path, process: subprocess.Popen, steps: int = 3, timeout: float = 600) -> None:
+    """Until the training log shows `steps` logged steps (the job is half way)."""
+    deadline = time.time() + timeout
+    while time.time() < deadline and process.poll() is None:
+        if log.is_file() and log.read_text(errors="replace").count(" step ") >= steps:
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"the training never got going: {log} "
+                         f"{log.read_text()[-2000:] if log.is_file() else '(no log)'}")
+
+
+def test_the_study_on_slurm_survives_a_cancelled_training_job(cluster, server, tmp_path):
+    from mlflow.tracking import MlflowClient
+
+    out = tmp_path / "study"
+    out.mkdir()
+    command = _command(out, f"arms=[{','.join(ARMS)}]")
+    first = subprocess.Popen(command, cwd=out, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True, env=_env(cluster, server))
+    _wait_for_steps(out / "results/logs/train/seed_case/baseline.log", first)
+    job = next(j for j in cluster.jobs() if j["comment"].endswith("seed_case_baseline")
+               and j["state"] == "RUNNING")
+    cluster.cancel(job["id"])
+    _, stderr = first.communicate(timeout=900)
+    assert first.returncode != 0
+    sentence = next(line for line in stderr.splitlines() if f"SLURM job {job['id']}" in line)
+    assert sentence.startswith(f"error: SLURM job {job['id']} (rule train, seed_case_baseline)")
+    assert "was cancelled" in sentence and "run the workflow again" in sentence
+    # keep-going: the other arm finished meanwhile
+    assert (out / "results/runs/seed_case/tuned/diagnosis.json").is_file()
+
+    second = _study(out, cluster, server, f"arms=[{','.join(ARMS)}]")
+    assert second.returncode == 0, second.stderr[-4000:]
+    runs = out / "results" / "runs" / "seed_case"
+    for arm in ARMS:
+        summary = json.loads((runs / arm / "summary.json").read_text())
+        assert summary["steps_measured"] + summary["steps_excluded"] == 8
+        scheduler = summary["environment"]["scheduler"]
+        assert scheduler["name"] == "slurm" and scheduler["job_id"] and scheduler["partition"] == "cpu"
+        diagnosis = json.loads((runs / arm / "diagnosis.json").read_text())
+        assert diagnosis["recommendation"]["sentence"]
+    report = out / "results" / "report" / "seed_case"
+    table = pd.read_csv(report / "comparison.csv")
+    assert set(table[table["source"] == "measured"]["arm"]) == set(ARMS)
+    md = (report / "report.md").read_text()
+    assert "(SLURM job " in md.split("Provenance: ", 1)[1]
+    assert "unlike CPUs" not in md  # one node: like with like
+    client = MlflowClient(server.uri)
+    experiment = client.get_experiment_by_name("perfstudy/seed_case")
+    found = client.search_runs([experiment.experiment_id])
+    parents = [r for r in found if r.data.tags.get("perfstudy.role") == "study"]
+    arms = [r for r in found if r.data.tags.get("perfstudy.role") == "arm"]
+    assert len(parents) == 1
+    assert sorted(r.data.tags["perfstudy.arm"] for r in arms) == sorted(ARMS)  # one run per arm
+    for run in arms:
+        assert run.info.status == "FINISHED"
+        assert run.data.tags["mlflow.parentRunId"] == parents[0].info.run_id
+        assert run.data.tags["perfstudy.scheduler_job_id"]
+        assert run.data.tags["host"] == cluster.host or run.data.tags["host"].startswith(cluster.host)
+    submitted = [j for j in cluster.jobs() if j["comment"].startswith("rule_")]
+    assert {j["comment"].split("_wildcards")[0] for j in submitted} >= {
+        "rule_make_dataset", "rule_train", "rule_analyze"}  # the heavy rules ran as SLURM jobs
+    assert not any(j["comment"].startswith(("rule_track", "rule_make_report")) for j in submitted)
+
+
+def test_a_training_job_over_its_time_limit_says_which_limit_to_raise(cluster, server, tmp_path):
+    out = tmp_path / "slow"
+    out.mkdir()
+    # a training that needs minutes (400 steps of ~0.25 s), under a 1-minute limit
+    result = _study(out, cluster, server, "arms=[baseline]",
+                    "overrides=[size=smoke,trainer.steps=400,profiler=off]",
+                    "--set-resources", "train:runtime=1")
+    assert result.returncode != 0, result.stderr[-3000:]
+    sentence = next((line for line in result.stderr.splitlines() if "time limit" in line),
+                    result.stderr[-3000:])
+    assert sentence.startswith("error: SLURM job ") and "(rule train, seed_case_baseline)" in sentence
+    assert "--set-resources train:runtime=<minutes>" in sentence
+    assert "(1:00)" in sentence  # the limit it hit
