@@ -152,7 +152,16 @@ class SlurmCluster:
                        timeout=20)
 
     def stop(self) -> None:
-        """SIGTERM every daemon, SIGKILL what is left after a few seconds, remove the folder."""
+        """Cancel every job (a failed test may leave one running), SIGTERM every daemon, SIGKILL
+        what is left after a few seconds, remove the folder."""
+        if self.processes and all(p.poll() is None for p in self.processes):
+            live = [j["id"] for j in self.jobs() if j["state"] in ("RUNNING", "PENDING", "COMPLETING")]
+            if live:
+                subprocess.run(["scancel", *live], capture_output=True, env=self.env(), timeout=20)
+                deadline = time.time() + 20
+                while time.time() < deadline and any(
+                        j["state"] in ("RUNNING", "COMPLETING") for j in self.jobs()):
+                    time.sleep(0.5)
         for process in reversed(self.processes):
             if process.poll() is None:
                 os.killpg(process.pid, signal.SIGTERM)

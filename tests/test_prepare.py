@@ -174,3 +174,16 @@ def test_an_unwritable_target_gets_one_sentence(smoke_dataset, tmp_path):
 def test_bad_preparation_settings_fail_at_compose_time(overrides, fragment):
     with pytest.raises(ConfigError, match=fragment):
         compose_run_config(["size=smoke", *overrides])
+
+
+def test_a_changed_source_file_is_reported_not_prepared(smoke_dataset, tmp_path):
+    import shutil
+
+    source = tmp_path / "source"
+    shutil.copytree(smoke_dataset.parent, source)
+    victim = sorted(source.rglob("*.jpg"))[0]
+    victim.write_bytes(victim.read_bytes()[:-10] + b"0123456789")
+    settings = prepare.Settings(image_size=32, short_side=None, quality=90)
+    with pytest.raises(data.DatasetError, match="differ from its manifest"):
+        prepare.prepare(source / data.MANIFEST, settings, tmp_path / "prepared-x")
+    assert not (tmp_path / "prepared-x").exists()

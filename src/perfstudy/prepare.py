@@ -30,7 +30,15 @@ from typing import Any, Optional
 
 import numpy as np
 
-from perfstudy.data import MANIFEST, DatasetError, _sha256_file, dataset_dir, load_manifest, write_manifest
+from perfstudy.data import (
+    MANIFEST,
+    DatasetError,
+    _sha256_file,
+    dataset_dir,
+    load_manifest,
+    verify_manifest,
+    write_manifest,
+)
 
 RECORD = "train.mindrecord"
 PREFIX = "prepared-"  # prepared datasets' folders under data_root start with this
@@ -196,6 +204,8 @@ def prepare(source_manifest_path: str | Path, settings: Settings, out_dir: str |
     """Write the prepared MindRecord and its manifest.json under out_dir; return the manifest
     path. A folder whose manifest records the same source manifest and settings is reused."""
     out = Path(out_dir)
+    source = load_manifest(source_manifest_path)
+    verify_manifest(source)  # a changed source file is reported, never prepared (or reused)
     source_sha = manifest_sha256(source_manifest_path)
     existing = out / MANIFEST
     if existing.is_file():
@@ -207,7 +217,6 @@ def prepare(source_manifest_path: str | Path, settings: Settings, out_dir: str |
                 and recorded.get("settings") == asdict(settings)
                 and (out / RECORD).is_file()):
             return existing
-    source = load_manifest(source_manifest_path)
     _check_writable(out.parent)
     root = Path(source["root"])
     label_of = {name: index for index, name in enumerate(source["classes"])}
