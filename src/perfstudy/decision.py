@@ -173,7 +173,7 @@ def remedies(kind: str | None, advice: dict[str, Any], stage: dict[str, Any] | N
         # the CPUs are full and decoding fills them: a smaller source lowers the floor itself
         decode = ([_decode_remedy(advice, summary, best)] if prepared and min(
             r["step_ms"] for r in prepared["predictions"]) < 0.95 * best["step_ms"] else [])
-        return decode + [f"nothing else in the pipeline's settings: the CPUs are full (pipeline "
+        return decode + [f"nothing {'else ' if decode else ''}in the pipeline's settings: the CPUs are full (pipeline "
                 f"{best['pipeline_cpu_ms']:.0f} + network {advice['network_cpu_ms']:.0f} CPU-ms per "
                 f"step on {cores} CPUs = {best['cpu_floor_ms']:.0f} ms); cheaper transforms, an "
                 "accelerator for the network, or more cores"]
