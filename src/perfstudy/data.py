@@ -305,7 +305,9 @@ def load_manifest(path: str | Path) -> dict[str, Any]:
 def training_source(manifest: dict[str, Any]) -> str:
     """What the pipeline reads: the ImageFolder, or a prepared dataset's MindRecord file."""
     if manifest.get("source") == "prepared":
-        return str(Path(manifest["root"]) / manifest["record"])
+        from perfstudy.prepare import record_path
+
+        return record_path(manifest)
     return str(manifest["root"])
 
 

@@ -152,9 +152,13 @@ def plan_orders(root: str, pipe_cfg, batches_by_seed: dict[int, int]) -> None:
     if not str(root).endswith(".mindrecord") or not pipe_cfg.shuffle:
         return
     size = _mindrecord(str(root), shuffle=False).get_dataset_size()
-    per_epoch = max(1, size // pipe_cfg.batch_size)
     for seed, batches in batches_by_seed.items():
-        image_folder_orders(size, max(1, math.ceil(batches / per_epoch)), seed)
+        image_folder_orders(size, _epochs(size, pipe_cfg.batch_size, batches), seed)
+
+
+def _epochs(size: int, batch_size: int, num_batches: int) -> int:
+    """Epochs of `size` rows that give `num_batches` whole batches (at least one)."""
+    return max(1, math.ceil(num_batches / max(size // batch_size, 1)))
 
 
 def _mindrecord(root: str, **kwargs) -> ds.Dataset:
@@ -180,9 +184,8 @@ def _prepared_source(root: str, pipe_cfg, workers: dict, num_batches: int) -> ds
     if per_epoch < 1:  # fewer rows than a batch: the caller says so
         return _mindrecord(root, shuffle=False, **workers)
     keep = per_epoch * pipe_cfg.batch_size if pipe_cfg.drop_remainder else size
-    epochs = max(1, math.ceil(num_batches / max(per_epoch, 1)))
     parts = [_mindrecord(root, sampler=ds.SubsetSampler(order[:keep]), **workers)
-             for order in image_folder_orders(size, epochs)]
+             for order in image_folder_orders(size, _epochs(size, pipe_cfg.batch_size, num_batches))]
     source = parts[0]
     for part in parts[1:]:
         source = source + part
