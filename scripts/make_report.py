@@ -2,7 +2,7 @@
 """Build the study's report (comparison.csv, figures, report.md, report.html) from its arms.
 
     python scripts/make_report.py --study seed_case --runs-dir results/runs/seed_case \
-        --out results/report/seed_case --arms baseline tuned
+        --out results/report/seed_case --arms baseline tuned --claims workflow/claims/seed_case.yaml
 """
 
 import argparse
@@ -10,8 +10,9 @@ import logging
 import sys
 from pathlib import Path
 
-from perfstudy import config, report
+from perfstudy import claims, config, report
 from perfstudy.cli import UserError, main_guard, setup_logging
+from perfstudy.io import read_json
 
 log = logging.getLogger("make_report")
 
@@ -23,8 +24,11 @@ def main() -> None:
     parser.add_argument("--runs-dir", required=True)
     parser.add_argument("--out", required=True)
     parser.add_argument("--arms", nargs="+", required=True)
+    parser.add_argument("--claims", default="",
+                        help="the study's claims file (YAML); none: the report has no scorecard")
     args = parser.parse_args()
     setup_logging()
+    spec = claims.load(args.claims) if args.claims else None  # a bad file fails before any work
     arms = []
     for name in args.arms:
         run_dir = Path(args.runs_dir) / name
@@ -42,9 +46,10 @@ def main() -> None:
                             "(snakemake --cores all --forcerun train) rather than mixing results of "
                             "two configs in one report.")
         arms.append(arm)
-    paths = report.build(args.study, arms, args.out)
+    paths = report.build(args.study, arms, args.out, spec)
     for arm in arms:
         log.info(report.verdict(arm, arms[0] if arms[0].name == "baseline" else None))
+    log.info("scorecard: %s", read_json(paths["scorecard"])["headline"])
     log.info("report: %s", paths["html"])
 
 

@@ -55,7 +55,8 @@ def main() -> None:
             artifacts=[f for f in files if f.is_file()] + [Path(p) for p in args.log if Path(p).is_file()],
             results_fingerprint=tracking.fingerprint(run_dir / "steps.csv", run_dir / "summary.json"),
             extra_metrics=tracking.diagnosis_metrics(diagnosis, ops, queues, tracking.run_end_ms(steps)),
-            extra_tags=tracking.diagnosis_tags(diagnosis),
+            extra_tags={**tracking.diagnosis_tags(diagnosis),
+                        "mlflow.note.content": tracking.run_description(summary, diagnosis)},
             artifact_dirs={name: run_dir / name for name in ("profile", "autotune")
                            if (run_dir / name).is_dir()})
     log.info("arm %s -> run %s (%s)", cfg.arm, result["run_id"],

@@ -74,8 +74,12 @@ def main() -> None:
                 tags[f"perfstudy.prepared.{row['arm']}"] = (
                     f"{row['speedup']:.2f}x the images/s of {row['source_arm']} "
                     f"({row['steady_step_ms']:.0f} vs {row['source_step_ms']:.0f} ms per step)")
+    card = read_json(report_dir / "scorecard.json")  # the claims, scored: the run's description
+    tags.update(tracking.scorecard_tags(card))
+    if card["claims"]:
+        metrics.update({"claims/held": card["held"], "claims/scored": card["scored"]})
     files = [(report_dir / name, None) for name in ("report.html", "report.md", "comparison.csv",
-                                                    "repeats.csv", "prepared.csv")
+                                                    "repeats.csv", "prepared.csv", "scorecard.json")
              if (report_dir / name).is_file()]
     files += [(png, "figures") for png in sorted((report_dir / "figures").glob("*.png"))]
     with tracking.store_lock(ids["tracking_uri"]):

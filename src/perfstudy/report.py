@@ -14,9 +14,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from perfstudy import remedy, repeats, scaling, scenarios  # noqa: E402
+from perfstudy import claims, remedy, repeats, scaling, scenarios  # noqa: E402
 from perfstudy.diagnosis import input_bound_band, verdict_label  # noqa: E402
-from perfstudy.io import read_json, read_table, write_csv, write_text_atomic  # noqa: E402
+from perfstudy.io import read_json, read_table, write_csv, write_json, write_text_atomic  # noqa: E402
 
 # The case study's table (CASE_STUDY.md): ResNet50, batch 32, accelerator, MindInsight.
 PUBLISHED = {
@@ -103,6 +103,12 @@ def comparison_table(arms: list[Arm]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _legend_outside(ax, fontsize: int = 8) -> None:
+    """The legend right of the axes, never over the data (savefig with bbox_inches='tight'
+    keeps it in the image)."""
+    ax.legend(fontsize=fontsize, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
+
+
 def figure_breakdown(arms: list[Arm], path: Path) -> Path:
     """Stacked bar of mean gap / fwd+bwd / tail per arm (they add up to the steady step)."""
     fig, ax = plt.subplots(figsize=(6.4, 3.6))
@@ -118,10 +124,10 @@ def figure_breakdown(arms: list[Arm], path: Path) -> Path:
                zorder=3, label="floor (compute, input or CPU)")
     ax.set_xlabel("ms per step (mean over the measured steps)")
     ax.invert_yaxis()
-    ax.legend(loc="lower right", fontsize=8)
+    _legend_outside(ax)
     ax.set_title("Where a step's time goes")
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(fig)
     return path
 
@@ -140,9 +146,9 @@ def figure_steps(arms: list[Arm], path: Path) -> Path:
     ax.set_xlabel("step")
     ax.set_ylabel("step time (ms, log)")
     ax.set_title("Step time per step (hollow: excluded from the summary)")
-    ax.legend(fontsize=8)
+    _legend_outside(ax)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(fig)
     return path
 
@@ -160,10 +166,10 @@ def figure_published(table: pd.DataFrame, path: Path) -> Path:
         right.set_xticks(list(xs), rows["arm"])
     left.set_ylabel("iteration gap, % of step")
     right.set_ylabel("speed vs baseline (x)")
-    left.legend(fontsize=8)
+    _legend_outside(right)
     fig.suptitle("Published (accelerator) vs measured (this machine)")
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(fig)
     return path
 
@@ -177,7 +183,6 @@ def figure_queues(arm: Arm, path: Path) -> Path:
         for label, rows in arm.queues.groupby("label", sort=False):
             ax.step(rows["time_s"] - origin, 100 * rows["size"] / rows["capacity"], where="post",
                     lw=1.2, label=label if len(label) < 60 else label[:57] + "...")
-        ax.legend(fontsize=7, loc="upper right")
     else:
         ax.text(0.5, 0.5, "no dataset profile (profiler=off)", ha="center", va="center",
                 transform=ax.transAxes)
@@ -189,8 +194,10 @@ def figure_queues(arm: Arm, path: Path) -> Path:
     ax.set_xlabel("seconds since the first step")
     ax.set_ylabel("output queue fill (%)")
     ax.set_title(f"{arm.name}: data queues per operator (shaded: the analysed steps)")
+    if ax.get_legend_handles_labels()[0]:
+        _legend_outside(ax, fontsize=7)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(fig)
     return path
 
@@ -264,11 +271,19 @@ def _md_table(frame: pd.DataFrame) -> str:
     return "\n".join([head, rule, *body])
 
 
-def _html_table(frame: pd.DataFrame) -> str:
+def _html_table(frame: pd.DataFrame, css: str = "") -> str:
     head = "".join(f"<th>{html.escape(str(c))}</th>" for c in frame.columns)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in row) + "</tr>"
+    body = "".join("<tr>" + "".join(_cell(v) for v in row) + "</tr>"
                    for row in frame.itertuples(index=False))
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    attr = f" class='{css}'" if css else ""
+    return f"<table{attr}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _cell(value: Any) -> str:
+    """A table cell; a claim's result coloured (holds / does not hold / not scored)."""
+    css = RESULT_CLASS.get(value) if isinstance(value, str) else None
+    attr = f" class='{css}'" if css else ""
+    return f"<td{attr}>{html.escape(str(value))}</td>"
 
 
 def _published_vs_measured(arms: list[Arm]) -> pd.DataFrame:
@@ -393,11 +408,13 @@ def _provenance(arms: list[Arm]) -> str:
             "(all packages, CPU flags, memory) is its environment.json, also in MLflow.")
 
 
-def build(study: str, runs: list[Arm], out_dir: str | Path) -> dict[str, Path]:
-    """Write comparison.csv, repeats.csv, figures/*.png, report.md and report.html.
+def build(study: str, runs: list[Arm], out_dir: str | Path,
+          claims_spec: dict[str, Any] | None = None) -> dict[str, Path]:
+    """Write scorecard.json, comparison.csv, repeats.csv, figures/*.png, report.md and
+    report.html: the scorecard, the headline figure and the verdicts first, the detail below.
 
     runs: every run of the study; the detailed sections show each arm's first repeat, the
-    repeats section all of them.
+    repeats section all of them. claims_spec: the study's claims file (perfstudy.claims.load).
     """
     out = Path(out_dir)
     figures = out / "figures"
@@ -437,14 +454,14 @@ def build(study: str, runs: list[Arm], out_dir: str | Path) -> dict[str, Path]:
     if not bench.empty:
         paths["scenarios"] = write_csv(out / "scenarios.csv", bench)
         write_csv(out / "scenario_predictions.csv", bench_points)
-    sections = [
+    details = [
         ("Diagnosis benchmark: each diagnosed run against its measured sweep",
          None if bench.empty else [scenarios.summary_line(bench)]),
         ("Diagnosis benchmark, by scenario", _or_none(bench)),
         ("Diagnosis benchmark: predicted against measured at every swept setting", _or_none(bench_points)),
-        ("Verdicts", verdicts),
         ("The remedy, measured: the source prepared at a bounded resolution",
          remedy.lines(prepared, arms) or None),
+        ("Published vs measured", _published_vs_measured(arms)),
         ("Repeats: spread across seeds, and the speedup's interval",
          repeats.report_table(spread) if spread["repeats"].max() > 1 else None),
         ("Diagnosis, side by side", _diagnosis_table(arms)),
@@ -454,56 +471,121 @@ def build(study: str, runs: list[Arm], out_dir: str | Path) -> dict[str, Path]:
         ("Step trace: op timeline vs host timers, and the profiler's own effect",
          _cross_check_lines(arms)),
         ("Which steps count", exclusions),
-        ("Published vs measured", _published_vs_measured(arms)),
         ("Setup", _setup_table(arms)),
         ("Spread over the measured steps (ms)", _spread_table(arms)),
         ("What bounds each step", _floor_table(arms)),
+        ("How to read these numbers", [NOTES]),
     ]
-    notes = (
-        "Steady step = wall time of the measured window / its steps (the tuned arm's steps "
-        "alternate fast and slow, so the median misleads). The CPU floor is (pipeline CPU-ms + "
-        "network CPU-ms per batch) / cores, each measured alone after training. Step 0 (graph "
-        "compile, or the pipeline's start-up when the graphs were compiled first) and the "
-        "warm-up steps are excluded, then the drain rule drops steps served from a queue "
-        "filled during the compile (see 'Which steps count'). The article ran on an "
-        "accelerator at 224 px; this machine is a CPU, so absolute times differ by design: "
-        "compare gap shares and speedups.")
-    figs = [("Step breakdown", paths["fig_breakdown"]), ("Step time", paths["fig_steps"]),
+    figs = [("Step time per step", paths["fig_steps"]),
             ("Published vs measured", paths["fig_published"])]
     figs += [(f"Data queues: {a.name}", paths[f"fig_queues_{a.name}"]) for a in arms]
     if scaling_fig is not None:
         paths["fig_scaling"] = scaling_fig
         figs.append(("Step time against map workers, predicted and measured", scaling_fig))
-    md = [f"# Study `{study}`: ResNet50 input-pipeline tuning", "", notes, ""]
-    body = [f"<h1>Study <code>{html.escape(study)}</code>: ResNet50 input-pipeline tuning</h1>",
-            f"<p>{html.escape(notes)}</p>"]
-    for title, content in sections:
-        if content is None:
-            continue  # an optional section with nothing to say (no advisor without a calibration)
-        md += [f"## {title}", ""]
-        body.append(f"<h2>{html.escape(title)}</h2>")
-        if isinstance(content, list):
-            md += [f"- {line}" for line in content] + [""]
-            body.append("<ul>" + "".join(f"<li>{html.escape(line)}</li>" for line in content) + "</ul>")
-        else:
-            md += [_md_table(content), ""]
-            body.append(_html_table(content))
-    md += ["## Figures", ""]
-    body.append("<h2>Figures</h2>")
+    card = claims.score(claims_spec, arms) if claims_spec else None
+    paths["scorecard"] = write_json(out / "scorecard.json", card or {
+        "title": "", "claims": [], "scored": 0, "held": 0, "not_scored": 0,
+        "headline": "This study has no claims file: nothing is scored."})
+    doc = _Document(f"Study {study}: ResNet50 input-pipeline tuning")
+    doc.lead(card["headline"] if card else None)
+    if card:
+        doc.section(card.get("title") or "The claims, scored", _scorecard_table(card),
+                    note=card.get("reference"), css="scorecard")
+    doc.figure("Where a step's time goes, per arm", paths["fig_breakdown"], open_=True)
+    doc.section("Verdicts", verdicts)
+    doc.heading("Details")
+    for title, content in details:
+        if content is not None:  # an optional section with nothing to say
+            doc.section(title, content, collapsed=True)
     for title, path in figs:
-        md += [f"![{title}](figures/{path.name})", ""]
-        encoded = base64.b64encode(path.read_bytes()).decode()
-        body.append(f"<figure><img alt='{html.escape(title)}' src='data:image/png;base64,{encoded}'>"
-                    f"<figcaption>{html.escape(title)}</figcaption></figure>")
-    footer = _provenance(arms)
-    md += ["---", f"Provenance: {footer}", ""]
-    body.append(f"<footer><hr><p>Provenance: {html.escape(footer)}</p></footer>")
-    paths["md"] = write_text_atomic(out / "report.md", "\n".join(md))
-    style = ("body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em}"
-             "table{border-collapse:collapse;margin:1em 0;font-size:90%}"
-             "td,th{border:1px solid #ccc;padding:4px 8px;text-align:left}th{background:#eee}"
-             "img{max-width:100%}footer{font-size:80%;color:#555}")
-    paths["html"] = write_text_atomic(out / "report.html", (
-        f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(study)}</title>"
-        f"<style>{style}</style></head><body>{''.join(body)}</body></html>\n"))
+        doc.figure(title, path)
+    doc.footer(f"Provenance: {_provenance(arms)}")
+    paths["md"] = write_text_atomic(out / "report.md", doc.markdown())
+    paths["html"] = write_text_atomic(out / "report.html", doc.html(study))
     return paths
+
+
+NOTES = (
+    "Steady step = wall time of the measured window / its steps (the tuned arm's steps "
+    "alternate fast and slow, so the median misleads). The iteration gap is the time a step "
+    "waits for its batch; its share of the step is what the article's MindInsight step trace "
+    "shows. The CPU floor is (pipeline CPU-ms + network CPU-ms per batch) / cores, each "
+    "measured alone after training; an arm's floor is the slowest of network alone, pipeline "
+    "alone and the CPU floor, so 'what this hardware allows' is the baseline's step over the "
+    "tuned arm's floor (an estimate: an arm can beat it by a few %). Step 0 (graph compile, or "
+    "the pipeline's start-up when the graphs were compiled first) and the warm-up steps are "
+    "excluded, then the drain rule drops steps served from a queue filled during the compile "
+    "(see 'Which steps count'). The article ran on an accelerator at 224 px; this machine is "
+    "a CPU, so absolute times differ by design: compare gap shares and speedups.")
+
+
+def _scorecard_table(card: dict[str, Any]) -> pd.DataFrame:
+    return pd.DataFrame([{"result": r["result"], "claim": f"{r['claim']} ({r['source']}; {r['arm']})",
+                          "published": r["published_text"], "measured here": r["measured_text"],
+                          "check": r["check"], "how": r["detail"]}
+                         for r in card["claims"]])
+
+
+RESULT_CLASS = {"holds": "pass", "does not hold": "fail", "not scored": "na"}
+STYLE = ("body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;"
+         "line-height:1.4}table{border-collapse:collapse;margin:1em 0;font-size:90%}"
+         "td,th{border:1px solid #ccc;padding:4px 8px;text-align:left;vertical-align:top}"
+         "th{background:#eee}img{max-width:100%}footer{font-size:80%;color:#555}"
+         ".lead{font-size:115%;font-weight:bold}td.pass{background:#d9f2d9}"
+         "td.fail{background:#f8d0d0}td.na{background:#eee;color:#555}"
+         "details{margin:.4em 0;border-top:1px solid #ddd;padding-top:.3em}"
+         "summary{cursor:pointer;font-weight:bold;font-size:105%}.note{color:#555}"
+         "td{overflow-wrap:anywhere}table.scorecard td:nth-child(2){min-width:18em}"
+         "table.scorecard td:last-child{color:#555;font-size:90%}")
+
+
+class _Document:
+    """The report as Markdown and as one self-contained HTML page (images inlined)."""
+
+    def __init__(self, title: str) -> None:
+        self.md = [f"# {title}", ""]
+        self.body = [f"<h1>{html.escape(title)}</h1>"]
+
+    def lead(self, text: str | None) -> None:
+        if text:
+            self.md += [f"**{text}**", ""]
+            self.body.append(f"<p class='lead'>{html.escape(text)}</p>")
+
+    def heading(self, title: str) -> None:
+        self.md += [f"## {title}", ""]
+        self.body.append(f"<h2>{html.escape(title)}</h2>")
+
+    def section(self, title: str, content: list[str] | pd.DataFrame, *, collapsed: bool = False,
+                note: str | None = None, css: str = "") -> None:
+        self.md += [f"{'###' if collapsed else '##'} {title}", ""]
+        inner = f"<p class='note'>{html.escape(note)}</p>" if note else ""
+        if note:
+            self.md += [f"_{note}_", ""]
+        if isinstance(content, list):
+            self.md += [f"- {line}" for line in content] + [""]
+            inner += "<ul>" + "".join(f"<li>{html.escape(line)}</li>" for line in content) + "</ul>"
+        else:
+            self.md += [_md_table(content), ""]
+            inner += _html_table(content, css)
+        self.body.append(f"<details><summary>{html.escape(title)}</summary>{inner}</details>"
+                         if collapsed else f"<h2>{html.escape(title)}</h2>{inner}")
+
+    def figure(self, title: str, path: Path, *, open_: bool = False) -> None:
+        self.md += [f"{'##' if open_ else '###'} {title}", "", f"![{title}](figures/{path.name})", ""]
+        encoded = base64.b64encode(path.read_bytes()).decode()
+        img = (f"<figure><img alt='{html.escape(title)}' src='data:image/png;base64,{encoded}'>"
+               f"<figcaption>{html.escape(title)}</figcaption></figure>")
+        self.body.append(f"<h2>{html.escape(title)}</h2>{img}" if open_ else
+                         f"<details><summary>Figure: {html.escape(title)}</summary>{img}</details>")
+
+    def footer(self, text: str) -> None:
+        self.md += ["---", text, ""]
+        self.body.append(f"<footer><hr><p>{html.escape(text)}</p></footer>")
+
+    def markdown(self) -> str:
+        return "\n".join(self.md)
+
+    def html(self, title: str) -> str:
+        return (f"<!doctype html><html lang='en'><head><meta charset='utf-8'>"
+                f"<title>{html.escape(title)}</title><style>{STYLE}</style></head>"
+                f"<body>{''.join(self.body)}</body></html>\n")

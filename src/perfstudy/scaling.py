@@ -32,16 +32,20 @@ def source_arm(arms: list) -> Any | None:
     return next((a for a in advised if a.name == "baseline"), advised[0] if advised else None)
 
 
-def _fixed(arms: list) -> list:
-    """Arms that ran one worker count throughout (not AutoTune, which changes it as it goes)."""
-    return [a for a in arms if not a.summary.get("autotune")]
+def _fixed(arms: list, source=None) -> list:
+    """Arms that ran one worker count throughout (not AutoTune, which changes it as it goes)
+    on the source arm's data (a prepared arm reads other data: its own prediction is in
+    perfstudy.remedy)."""
+    data = source.summary.get("dataset_sha256") if source is not None else None
+    return [a for a in arms if not a.summary.get("autotune")
+            and (data is None or a.summary.get("dataset_sha256") == data)]
 
 
 def _workers(arm) -> int:
     return int(arm.summary["num_parallel_workers"]["effective"])
 
 
-def _settings(arm) -> dict[str, Any]:
+def settings(arm) -> dict[str, Any]:
     """The arm's sized operators as the advisor names them (older runs: the article's map)."""
     return arm.summary.get("operator_settings") or {PRIMARY_KEY: _workers(arm)}
 
@@ -57,15 +61,15 @@ def whatif_table(arms: list) -> pd.DataFrame:
         return pd.DataFrame()
     advice = source.diagnosis["advisor"]
     rows = []
-    for arm in _fixed(arms):  # AutoTune has no single worker count to predict
-        predicted = predict(advice, _settings(arm))
+    for arm in _fixed(arms, source):  # AutoTune has no single worker count to predict
+        predicted = predict(advice, settings(arm))
         measured = arm.summary["steady_step_ms"]
         rows.append({"arm": arm.name, "map workers": _workers(arm),
                      "measured step (ms)": round(measured),
                      "predicted step (ms)": round(predicted["step_ms"]),
                      "error": f"{100 * (predicted['step_ms'] - measured) / measured:+.1f} %",
                      "predicted pace": predicted["binding"]})
-    ran = {_workers(a) for a in arms}
+    ran = {_workers(a) for a in _fixed(arms, source)}
     for workers in _counts(advice):
         if workers not in ran:
             row = predict(advice, {PRIMARY_KEY: workers})
@@ -81,7 +85,7 @@ def pick_check(arms: list) -> dict[str, Any] | None:
     if source is None:
         return None
     advice = source.diagnosis["advisor"]
-    fixed = _fixed(arms)
+    fixed = _fixed(arms, source)
     best = min(fixed, key=lambda a: a.summary["steady_step_ms"])
     picked = [a for a in fixed if _workers(a) == advice["recommended_workers"]]
     result = {"source": source.name, "recommended_workers": advice["recommended_workers"],
@@ -142,7 +146,7 @@ def autotune_lines(arms: list, check: dict[str, Any]) -> list[str]:
 def figure_scaling(arms: list, path: Path) -> Path | None:
     """Steady step (measured points, predicted line) and measured gap share against workers."""
     source = source_arm(arms)
-    fixed = _fixed(arms)
+    fixed = _fixed(arms, source)
     if source is None or len({_workers(a) for a in fixed}) < 2:
         return None
     advice = source.diagnosis["advisor"]
@@ -171,9 +175,10 @@ def figure_scaling(arms: list, path: Path) -> Path | None:
     share.set_ylim(0, 100)
     handles = ax.get_legend_handles_labels()
     extra = share.get_legend_handles_labels()
-    ax.legend(handles[0] + extra[0], handles[1] + extra[1], fontsize=7, loc="upper right")
+    ax.legend(handles[0] + extra[0], handles[1] + extra[1], fontsize=7, loc="upper left",
+              bbox_to_anchor=(1.12, 1.0), borderaxespad=0)  # outside the data
     ax.set_title("Step time against map workers", fontsize=10)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    fig.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(fig)
     return path

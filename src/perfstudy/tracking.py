@@ -136,18 +136,28 @@ def study_instance(folder: str | Path) -> str:
     return instance
 
 
+EXPERIMENT_KIND = {"mlflow.experimentKind": "custom_model_development"}
+
+
 def ensure_experiment(client, name: str, uri: str) -> str:
-    """Id of the named experiment, created (artifacts beside a SQLite store) if missing."""
+    """Id of the named experiment, created (artifacts beside a SQLite store) if missing; marked
+    as model training, so MLflow 3's UI opens it on its runs (not the GenAI overview)."""
     experiment = client.get_experiment_by_name(name)
     if experiment is None:
         try:
-            return client.create_experiment(name, artifact_location=artifact_root(uri))
+            experiment_id = client.create_experiment(name, artifact_location=artifact_root(uri),
+                                                     tags=EXPERIMENT_KIND)
         except Exception:  # noqa: BLE001 - another study created it meanwhile (shared server)
             experiment = client.get_experiment_by_name(name)
             if experiment is None:
                 raise
+        else:
+            return experiment_id
     if experiment.lifecycle_stage == "deleted":
         client.restore_experiment(experiment.experiment_id)
+    for key, value in EXPERIMENT_KIND.items():
+        if experiment.tags.get(key) != value:  # an experiment made before, or by another tool
+            client.set_experiment_tag(experiment.experiment_id, key, value)
     return experiment.experiment_id
 
 
@@ -207,6 +217,39 @@ def step_metrics(steps: pd.DataFrame) -> list:
             if value == value:  # NaN is skipped, not logged
                 metrics.append(Metric(f"step/{key}", value, stamp, int(row.step)))
     return metrics
+
+
+def training_window_ms(summary: dict[str, Any], steps: pd.DataFrame) -> tuple[int, int]:
+    """When the arm's training ran (epoch ms): from its graph compile (when it compiled first)
+    or its first step, to the end of its last step (profiled steps included): the MLflow run's
+    start and end, so the UI's duration is the training's, not the logging's."""
+    start = float(steps["start_time_s"].min()) - float(summary.get("precompile_s") or 0.0)
+    return int(start * 1000), run_end_ms(steps)
+
+
+def run_description(summary: dict[str, Any], diagnosis: dict[str, Any] | None) -> str:
+    """The arm run's description (MLflow's note): verdict and recommendation first."""
+    numbers = (f"Steady step {summary['steady_step_ms']:.0f} ms, the step waits for data "
+               f"{100 * summary['gap_share']:.1f} % of the time, {summary['images_per_s']:.1f} "
+               f"images/s ({summary['steps_measured']} measured steps).")
+    if not diagnosis:
+        return numbers
+    return (f"**{verdict_label(diagnosis['bound'])}.** {diagnosis['headline']}\n\n"
+            f"**Recommendation:** {diagnosis['recommendation']['sentence']}\n\n{numbers}")
+
+
+def scorecard_tags(card: dict[str, Any]) -> dict[str, str]:
+    """The study's claims as parent-run tags (one per claim) and its description (the table)."""
+    from perfstudy.claims import markdown
+
+    tags = {f"{TAG}claims": card["headline"],
+            "mlflow.note.content": (markdown(card) if card["claims"] else card["headline"])
+            + "\n\nThe whole report: the artifact report.html."}
+    for claim in card["claims"]:
+        tags[f"{TAG}claim.{claim['id']}"] = (f"{claim['result']}: {claim['measured_text']} "
+                                            f"({claim['check']})" if claim["passed"] is not None
+                                            else f"not scored: {claim['detail']}")
+    return tags
 
 
 def run_end_ms(steps: pd.DataFrame) -> int:
@@ -371,10 +414,11 @@ def log_arm(client, experiment_id: str, parent_run_id: str, *, study: str, arm: 
     for run in stale:  # another training's results, or a twin: keep exactly one run per arm
         client.delete_run(run.info.run_id)
         replaced.append(run.info.run_id)
+    start_ms, end_ms = training_window_ms(summary, steps)
     if same:
         run_id = same[0].info.run_id
     else:
-        run_id = client.create_run(experiment_id, run_name=run_name, tags={
+        run_id = client.create_run(experiment_id, run_name=run_name, start_time=start_ms, tags={
             **tags, "mlflow.parentRunId": parent_run_id, f"{TAG}results": results_fingerprint,
             **({f"{TAG}replaces": ",".join(replaced)} if replaced else {})}).info.run_id
     client.update_run(run_id, status="RUNNING")
@@ -390,7 +434,7 @@ def log_arm(client, experiment_id: str, parent_run_id: str, *, study: str, arm: 
     except BaseException:
         client.set_terminated(run_id, status="FAILED")
         raise
-    client.set_terminated(run_id, status="FINISHED")
+    client.set_terminated(run_id, status="FINISHED", end_time=end_ms)
     return {"run_id": run_id, "created": not same, "replaced": replaced}
 
 

@@ -73,6 +73,19 @@ def prepared_params(wildcards):
                       sort_keys=True)
 
 
+def claims_input(wildcards):
+    """The study's claims file (its `claims:` key, else workflow/claims/<study>.yaml when it
+    exists): an input, so editing a claim rebuilds the report; [] without one."""
+    from perfstudy.claims import claims_path
+
+    path = claims_path(wildcards.study, config["studies"][wildcards.study].get("claims"),
+                       workflow.basedir)
+    if path is not None and not path.is_file():
+        raise WorkflowError(f"Study {wildcards.study}'s claims file {path} does not exist; fix "
+                            "its `claims:` path (relative to the workflow folder) or remove it.")
+    return [str(path)] if path is not None else []
+
+
 def study_outputs():
     out = f"{RESULTS}/report/{STUDY}"
     return [f"{out}/report.html", f"{out}/report.md", f"{out}/comparison.csv",

@@ -5,10 +5,12 @@ rule make_report:
         steps=expand(f"{RESULTS}/runs/{{{{study}}}}/{{arm}}/steps.csv", arm=ARMS),
         diagnoses=expand(f"{RESULTS}/runs/{{{{study}}}}/{{arm}}/diagnosis.json", arm=ARMS),
         queues=expand(f"{RESULTS}/runs/{{{{study}}}}/{{arm}}/queues.csv", arm=ARMS),
+        claims=claims_input,
     output:
         html=report(f"{RESULTS}/report/{{study}}/report.html",
                     caption="../report/report.rst", category="Study report"),
         markdown=f"{RESULTS}/report/{{study}}/report.md",
+        scorecard=f"{RESULTS}/report/{{study}}/scorecard.json",
         repeats=f"{RESULTS}/report/{{study}}/repeats.csv",
         comparison=report(f"{RESULTS}/report/{{study}}/comparison.csv",
                           caption="../report/comparison.rst", category="Study report"),
@@ -35,4 +37,4 @@ rule make_report:
     shell:
         "{params.python} {params.script} --study {wildcards.study} "
         "--runs-dir {params.runs_dir} --out {params.report_dir} "
-        "--arms {params.arms:q} 2> {log}"
+        "--arms {params.arms:q} --claims '{input.claims}' 2> {log}"

@@ -55,6 +55,7 @@ rule track_study:
         report=f"{RESULTS}/report/{{study}}/report.html",
         markdown=f"{RESULTS}/report/{{study}}/report.md",
         comparison=f"{RESULTS}/report/{{study}}/comparison.csv",
+        scorecard=f"{RESULTS}/report/{{study}}/scorecard.json",
         arm_runs=expand(f"{RESULTS}/runs/{{{{study}}}}/{{arm}}/mlflow_run.json", arm=ARMS),
         study_ids=f"{RESULTS}/runs/{{study}}/mlflow_study.json",
     output:

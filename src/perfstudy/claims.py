@@ -1,0 +1,286 @@
+"""The claims scorecard: a paper's claims (and the study's own) as checks on the measured arms.
+
+A study's claims live in a YAML file (`workflow/claims/<study>.yaml`, or the study's `claims:`
+key), so another paper's claims are scored the same way. Each claim names one measurable
+quantity of one arm and a bound:
+
+    - id: tuned_faster
+      claim: The tuned arm is faster than the baseline.
+      source: article            # or: study (a claim of this project, not of the paper)
+      metric: speedup            # see METRICS
+      arm: tuned
+      against: baseline          # speedup, speedup_of_allowed: the arm compared with
+      at_least: 1.05             # and/or at_most; or equals (culprit_key)
+      published: 4.98            # the paper's own value, shown beside the measured one
+
+A claim whose arm did not run, or whose quantity this run cannot measure (no diagnosis, no
+arm at the advisor's pick), is `not scored` with the reason, never passed.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from perfstudy import remedy, scaling
+from perfstudy.advisor import predict
+from perfstudy.config import ConfigError
+
+KEYS = {"id", "claim", "source", "metric", "arm", "against", "at_least", "at_most", "equals",
+        "published", "note"}
+BOUNDS = ("at_least", "at_most", "equals")
+
+
+class Unmeasured(Exception):
+    """This run cannot measure the claim's quantity; the message says why."""
+
+
+def _arm(arms: dict, name: str | None, role: str = "arm"):
+    if name not in arms:
+        raise Unmeasured(f"the {role} {name!r} did not run in this study")
+    return arms[name]
+
+
+def _gap_share(claim, arms, _prepared):
+    s = _arm(arms, claim["arm"]).summary
+    return s["gap_share"], f"gap {s['gap_ms']['mean']:.0f} ms of a {s['steady_step_ms']:.0f} ms step"
+
+
+def _culprit_key(claim, arms, _prepared):
+    arm = _arm(arms, claim["arm"])
+    if not arm.diagnosis:
+        raise Unmeasured(f"{arm.name} has no diagnosis (run the analyze rule)")
+    culprit = arm.diagnosis.get("culprit") or {}
+    return culprit.get("config_key") or "none", culprit.get("label", "no slow operator")
+
+
+def _speedup(claim, arms, _prepared):
+    arm, against = _arm(arms, claim["arm"]), _arm(arms, claim.get("against"), "compared arm")
+    return against.summary["steady_step_ms"] / arm.summary["steady_step_ms"], (
+        f"{arm.summary['steady_step_ms']:.0f} vs {against.summary['steady_step_ms']:.0f} ms per step")
+
+
+def allowed_speedup(arm, against) -> float:
+    """What this hardware allows: the compared arm's steady step over the arm's own floor (the
+    slowest of network alone, pipeline alone and all CPU work over the cores, each measured)."""
+    return against.summary["steady_step_ms"] / arm.summary["floor_ms"]
+
+
+def _speedup_of_allowed(claim, arms, prepared):
+    arm, against = _arm(arms, claim["arm"]), _arm(arms, claim.get("against"), "compared arm")
+    speedup = _speedup(claim, arms, prepared)[0]
+    allowed = allowed_speedup(arm, against)
+    return speedup / allowed, (f"{speedup:.2f}x of the {allowed:.2f}x its {arm.summary['binding_floor']} "
+                               f"floor allows ({arm.summary['floor_ms']:.0f} ms)")
+
+
+def _prediction_error(claim, arms, _prepared):
+    arm = _arm(arms, claim["arm"])
+    source = (_arm(arms, claim["against"], "predicting arm") if claim.get("against")
+              else scaling.source_arm(list(arms.values())))
+    advice = ((source.diagnosis or {}).get("advisor") if source is not None else None)
+    if not advice:
+        raise Unmeasured("no arm's diagnosis has an advisor model to predict from")
+    predicted = predict(advice, scaling.settings(arm))["step_ms"]
+    measured = arm.summary["steady_step_ms"]
+    return abs(predicted - measured) / measured, (
+        f"predicted from {source.name} {predicted:.0f} ms, measured {measured:.0f} ms "
+        f"({100 * (predicted - measured) / measured:+.1f} %)")
+
+
+def _advisor_pick(claim, arms, _prepared):
+    check = scaling.pick_check(list(arms.values()))
+    if check is None:
+        raise Unmeasured("no arm's diagnosis has an advisor model")
+    if "picked_step_ms" not in check:
+        raise Unmeasured(f"no arm ran the advisor's pick ({check['recommended_workers']} "
+                         "workers); run study=sweep")
+    return check["picked_vs_best"], (
+        f"{check['source']}'s advisor picks {check['recommended_workers']} worker(s): "
+        f"{check['picked_step_ms']:.0f} ms against the best measured, {check['best_arm']} "
+        f"{check['best_step_ms']:.0f} ms")
+
+
+def _prepared_row(claim, prepared):
+    rows = prepared[prepared["arm"] == claim["arm"]] if not prepared.empty else prepared
+    if rows.empty or not isinstance(rows.iloc[0]["source_arm"], str):
+        raise Unmeasured(f"no prepared arm {claim['arm']!r} with its source arm ran in this study")
+    return rows.iloc[0]
+
+
+def _prepared_speedup(claim, arms, prepared):
+    _arm(arms, claim["arm"])
+    row = _prepared_row(claim, prepared)
+    return float(row["speedup"]), (f"{row['steady_step_ms']:.0f} vs {row['source_step_ms']:.0f} ms "
+                                   f"per step ({row['source_arm']} on the source)")
+
+
+def _prepared_prediction_error(claim, arms, prepared):
+    _arm(arms, claim["arm"])
+    row = _prepared_row(claim, prepared)
+    if not row["prediction_error"] == row["prediction_error"]:
+        raise Unmeasured(f"{row['source_arm']}'s diagnosis made no prediction for the prepared source")
+    return abs(float(row["prediction_error"])), (
+        f"predicted {row['predicted_step_ms']:.0f} ms, measured {row['steady_step_ms']:.0f} ms "
+        f"({100 * row['prediction_error']:+.1f} %)")
+
+
+# metric -> (measure(claim, arms by name, prepared table) -> (value, detail), how to show it)
+METRICS: dict[str, tuple[Callable, str]] = {
+    "gap_share": (_gap_share, "percent"),
+    "culprit_key": (_culprit_key, "text"),
+    "speedup": (_speedup, "times"),
+    "speedup_of_allowed": (_speedup_of_allowed, "percent"),
+    "prediction_error": (_prediction_error, "percent"),
+    "advisor_pick_vs_best": (_advisor_pick, "percent"),
+    "prepared_speedup": (_prepared_speedup, "times"),
+    "prepared_prediction_error": (_prepared_prediction_error, "percent"),
+}
+
+
+def fmt(value: Any, kind: str) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    if kind == "percent":
+        return f"{100 * value:.1f} %"
+    if kind == "times":
+        return f"{value:.2f}x"
+    return str(value)
+
+
+def load(path: str | Path) -> dict[str, Any]:
+    """The claims file, checked: every claim has an id, a known metric, an arm and a bound."""
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text())
+    except OSError as exc:
+        raise ConfigError(f"The claims file {path} cannot be read ({exc.strerror}); fix the "
+                          "study's `claims:` path or remove it.") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"The claims file {path} is not valid YAML ({str(exc).splitlines()[0]}); "
+                          "fix it.") from None
+    if not isinstance(data, dict) or not isinstance(data.get("claims"), list):
+        raise ConfigError(f"The claims file {path} needs a `claims:` list; see workflow/claims/"
+                          "seed_case.yaml for the format.")
+    seen = set()
+    for i, claim in enumerate(data["claims"]):
+        where = f"claim {i + 1} of {path}"
+        if not isinstance(claim, dict):
+            raise ConfigError(f"The {where} is not a mapping; write it as `- id: ..., metric: ...`.")
+        where = f"claim {claim.get('id', i + 1)!r} of {path}"
+        unknown = sorted(set(claim) - KEYS)
+        if unknown:
+            raise ConfigError(f"The {where} has unknown key(s) {unknown}; the keys are "
+                              f"{sorted(KEYS)}.")
+        for key in ("id", "claim", "metric", "arm"):
+            if not claim.get(key):
+                raise ConfigError(f"The {where} has no `{key}`; add it.")
+        if claim["id"] in seen:
+            raise ConfigError(f"The {where} repeats an id; give each claim its own.")
+        seen.add(claim["id"])
+        if claim["metric"] not in METRICS:
+            raise ConfigError(f"The {where} has unknown metric {claim['metric']!r}; use one of "
+                              f"{sorted(METRICS)}.")
+        if not any(b in claim for b in BOUNDS):
+            raise ConfigError(f"The {where} has no bound; add at_least, at_most or equals.")
+        for bound in ("at_least", "at_most"):
+            if bound in claim and not isinstance(claim[bound], (int, float)):
+                raise ConfigError(f"The {where} has {bound}: {claim[bound]!r}, not a number; "
+                                  "write a number (shares and errors as fractions, e.g. 0.5).")
+        if claim["metric"] in ("speedup", "speedup_of_allowed") and not claim.get("against"):
+            raise ConfigError(f"The {where} needs `against:` (the arm the speedup is measured "
+                              "against, e.g. baseline).")
+    return data
+
+
+def _check_text(claim: dict[str, Any], kind: str) -> str:
+    parts = []
+    if "at_least" in claim:
+        parts.append(f">= {fmt(claim['at_least'], kind)}")
+    if "at_most" in claim:
+        parts.append(f"<= {fmt(claim['at_most'], kind)}")
+    if "equals" in claim:
+        parts.append(f"= {claim['equals']}")
+    return " and ".join(parts)
+
+
+def score(spec: dict[str, Any], arms: list) -> dict[str, Any]:
+    """Every claim checked against the arms (first repeat of each): the scorecard."""
+    by_name = {a.name: a for a in arms}
+    prepared = remedy.evidence(arms)
+    results = []
+    for claim in spec["claims"]:
+        measure, kind = METRICS[claim["metric"]]
+        entry = {"id": claim["id"], "claim": claim["claim"], "source": claim.get("source", "study"),
+                 "metric": claim["metric"], "arm": claim["arm"], "against": claim.get("against"),
+                 "check": _check_text(claim, kind), "published": claim.get("published"),
+                 "published_text": fmt(claim.get("published"), kind),
+                 "note": claim.get("note", "")}
+        try:
+            value, detail = measure(claim, by_name, prepared)
+        except Unmeasured as why:
+            entry.update(measured=None, measured_text="-", detail=str(why), passed=None,
+                         result="not scored")
+        else:
+            passed = (("at_least" not in claim or value >= claim["at_least"])
+                      and ("at_most" not in claim or value <= claim["at_most"])
+                      and ("equals" not in claim or value == claim["equals"]))
+            entry.update(measured=value, measured_text=fmt(value, kind), detail=detail,
+                         passed=bool(passed), result="holds" if passed else "does not hold")
+        results.append(entry)
+    scored = [r for r in results if r["passed"] is not None]
+    held = sum(r["passed"] for r in scored)
+    return {"title": spec.get("title", ""), "reference": spec.get("reference", ""),
+            "claims": results, "scored": len(scored), "held": held,
+            "not_scored": len(results) - len(scored),
+            "headline": headline(results, arms)}
+
+
+def headline(results: list[dict[str, Any]], arms: list) -> str:
+    """One sentence: how many claims hold, which do not, and the speedup in context."""
+    scored = [r for r in results if r["passed"] is not None]
+    if not results:
+        return "This study has no claims file: nothing is scored."
+    held = sum(r["passed"] for r in scored)
+    text = (f"All {held} claims hold" if held == len(scored) > 1 else
+            f"{held} of {len(scored)} claims hold") + " on this machine"
+    env = (arms[0].summary.get("environment") or {}) if arms else {}
+    if env:
+        text += f" ({env.get('usable_cpus') or env.get('cpu_count')} CPUs, {arms[0].summary.get('size')} size)"
+    missed = [r["id"] for r in scored if not r["passed"]]
+    if missed:
+        text += f"; these do not: {', '.join(missed)}"
+    if len(scored) < len(results):
+        text += f"; {len(results) - len(scored)} not scored"
+    by_name = {a.name: a for a in arms}
+    speed = next((r for r in results if r["metric"] == "speedup" and r["passed"] is not None), None)
+    if speed and speed["against"] in by_name:
+        arm, against = by_name[speed["arm"]], by_name[speed["against"]]
+        text += (f". The {arm.name} arm runs {speed['measured']:.2f}x as fast as the {against.name}"
+                 + (f" (published {speed['published']:.2f}x)"
+                    if isinstance(speed["published"], (int, float)) else "")
+                 + f"; this hardware allows {allowed_speedup(arm, against):.2f}x (the "
+                 f"{arm.name} arm's {arm.summary['binding_floor'].replace('cpu', 'CPU')} floor)")
+    return text + "."
+
+
+def markdown(card: dict[str, Any]) -> str:
+    """The scorecard as a Markdown table (the parent MLflow run's description)."""
+    rows = ["| claim | published | measured | check | result |", "|---|---|---|---|---|"]
+    for r in card["claims"]:
+        rows.append(f"| {r['claim']} ({r['arm']}) | {r['published_text']} | {r['measured_text']} | "
+                    f"{r['check']} | {r['result']} |")
+    return f"**{card['headline']}**\n\n" + "\n".join(rows)
+
+
+def claims_path(study: str, configured: str | None, workflow_dir: str | Path) -> Path | None:
+    """The study's claims file: its `claims:` key (relative to the workflow folder), else
+    workflow/claims/<study>.yaml when it exists, else None (no scorecard)."""
+    if configured:
+        return Path(workflow_dir) / configured
+    default = Path(workflow_dir) / "workflow" / "claims" / f"{study}.yaml"
+    return default if default.is_file() else None

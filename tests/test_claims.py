@@ -1,0 +1,121 @@
+"""The claims scorecard: a study's claims file, checked against real measured arms."""
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import REPO
+
+from perfstudy import claims, report
+from perfstudy.analysis import analyze_run
+from perfstudy.config import ConfigError
+from perfstudy.io import read_json
+
+FIXTURES = Path(__file__).parent / "fixtures" / "cpu_demo"
+SEED_CLAIMS = REPO / "workflow" / "claims" / "seed_case.yaml"
+
+
+@pytest.fixture(scope="module")
+def arms(tmp_path_factory):
+    """The real cpu_demo baseline and tuned runs, analysed (no prepared arm: not scored)."""
+    out = tmp_path_factory.mktemp("claims")
+    for arm in ("baseline", "tuned"):
+        shutil.copytree(FIXTURES / arm, out / arm)
+        analyze_run(out / arm)
+    return [report.load_arm(out / arm, arm) for arm in ("baseline", "tuned")]
+
+
+def _by_id(card):
+    return {c["id"]: c for c in card["claims"]}
+
+
+def test_the_case_study_claims_are_scored_from_the_measured_arms(arms):
+    card = claims.score(claims.load(SEED_CLAIMS), arms)
+    base, tuned = (a.summary for a in arms)
+    got = _by_id(card)
+    assert got["baseline_input_bound"]["measured"] == pytest.approx(base["gap_share"])
+    assert got["baseline_input_bound"]["passed"] is (base["gap_share"] >= 0.5)
+    assert got["culprit_is_map"]["measured"] == "pipeline.num_parallel_workers"
+    assert got["tuned_faster"]["measured"] == pytest.approx(base["steady_step_ms"] / tuned["steady_step_ms"])
+    assert got["tuned_faster"]["published_text"] == "4.98x"
+    allowed = base["steady_step_ms"] / tuned["floor_ms"]
+    assert got["tuned_near_allowed"]["measured"] == pytest.approx(got["tuned_faster"]["measured"] / allowed)
+    assert f"{allowed:.2f}x" in card["headline"] and "(published 4.98x)" in card["headline"]
+    # the advisor's pick ran (2 workers on 2 CPUs): it is checked against the best measured
+    assert got["advisor_pick"]["passed"] is not None
+    # no prepared arm ran: those claims are not scored, and say why; never passed
+    for key in ("prepared_5x", "prepared_predicted"):
+        assert got[key]["passed"] is None and got[key]["result"] == "not scored"
+        assert "did not run" in got[key]["detail"]
+    assert card["scored"] == 7 and card["not_scored"] == 2
+    assert card["held"] == sum(c["passed"] is True for c in card["claims"])
+    assert "2 not scored" in card["headline"]
+
+
+def test_a_claim_that_does_not_hold_is_failed_and_named_in_the_headline(arms):
+    spec = claims.load(SEED_CLAIMS)
+    next(c for c in spec["claims"] if c["id"] == "tuned_faster")["at_least"] = 4.98  # the article's
+    card = claims.score(spec, arms)
+    assert _by_id(card)["tuned_faster"]["result"] == "does not hold"
+    assert "tuned_faster" in card["headline"].split("these do not: ")[1]
+    assert "All" not in card["headline"].split(" on this machine")[0]
+
+
+@pytest.mark.parametrize("text, words", [
+    ("claims: [{id: a, claim: x, metric: speed, arm: tuned, at_least: 1}]", "unknown metric 'speed'"),
+    ("claims: [{id: a, claim: x, metric: gap_share, arm: tuned}]", "has no bound"),
+    ("claims: [{id: a, claim: x, metric: gap_share, arm: tuned, at_least: high}]", "not a number"),
+    ("claims: [{id: a, claim: x, metric: speedup, arm: tuned, at_least: 1}]", "needs `against:`"),
+    ("claims: [{id: a, claim: x, metric: gap_share, arm: tuned, at_lest: 1}]", "unknown key(s) ['at_lest']"),
+    ("claims: [{claim: x, metric: gap_share, arm: tuned, at_most: 1}]", "has no `id`"),
+    ("claims: {a: 1}", "needs a `claims:` list"),
+    ("claims: [a: b: c]", "not valid YAML"),
+])
+def test_a_bad_claims_file_is_one_sentence_naming_the_claim(tmp_path, text, words):
+    path = tmp_path / "claims.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as err:
+        claims.load(path)
+    assert words in str(err.value) and str(path) in str(err.value)
+    assert "\n" not in str(err.value)
+
+
+def test_the_report_opens_with_the_scorecard_and_writes_scorecard_json(arms, tmp_path):
+    paths = report.build("seed_case", arms, tmp_path, claims.load(SEED_CLAIMS))
+    card = read_json(paths["scorecard"])
+    md = paths["md"].read_text()
+    sections = [line for line in md.splitlines() if line.startswith("## ")]
+    assert sections[:4] == ["## Did the case study reproduce here?",
+                            "## Where a step's time goes, per arm", "## Verdicts", "## Details"]
+    assert md.splitlines()[2] == f"**{card['headline']}**"  # the answer, first
+    html = paths["html"].read_text()
+    assert html.index("class='lead'") < html.index("<table class='scorecard'>") < html.index("<h2>Verdicts")
+    assert "<td class='pass'>holds</td>" in html and "<td class='na'>not scored</td>" in html
+    # the detail is collapsed below the verdicts; only the headline figure is open
+    assert html.index("<details>") > html.index("<h2>Details")
+    assert html.count("<figure>") == html.count("<details><summary>Figure: ") + 1
+
+
+def test_without_a_claims_file_the_report_says_nothing_is_scored(arms, tmp_path):
+    paths = report.build("other", arms, tmp_path)
+    assert read_json(paths["scorecard"])["claims"] == []
+    assert "reproduce here" not in paths["md"].read_text()
+    assert claims.claims_path("other", "", REPO) is None
+    assert claims.claims_path("seed_case", "", REPO) == SEED_CLAIMS
+    assert claims.claims_path("x", "conf/mine.yaml", REPO) == REPO / "conf/mine.yaml"
+
+
+def test_make_report_refuses_a_bad_claims_file_before_any_work(tmp_path):
+    bad = tmp_path / "claims.yaml"
+    bad.write_text(yaml.safe_dump({"claims": [{"id": "a", "claim": "x", "metric": "nope",
+                                               "arm": "tuned", "at_least": 1}]}))
+    result = subprocess.run(
+        [sys.executable, str(REPO / "scripts" / "make_report.py"), "--study", "seed_case",
+         "--runs-dir", str(tmp_path / "runs"), "--out", str(tmp_path / "out"), "--arms", "baseline",
+         "--claims", str(bad)], capture_output=True, text=True, timeout=120)
+    assert result.returncode != 0
+    assert "unknown metric 'nope'" in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "out").exists()
