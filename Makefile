@@ -27,16 +27,18 @@ setup: $(STAMP)  ## create .venv and install the pinned dependency set and the p
 PG_INITDB := $(firstword $(wildcard /usr/lib/postgresql/*/bin/initdb) $(shell command -v initdb))
 
 # The SLURM tests start a one-node cluster (munge, slurmctld, slurmd): Debian's slurm-wlm.
+# The browser tests open the report and MLflow's UI in Debian's chromium (headless).
+CHROMIUM := $(firstword $(shell command -v chromium chromium-browser google-chrome 2>/dev/null))
 
-test-services:  ## install PostgreSQL and SLURM (Debian's packages) when their binaries are missing
+test-services:  ## install PostgreSQL, SLURM and chromium (Debian's packages) when missing
 	@SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-	if [ -n "$(PG_INITDB)" ] && [ -x /usr/sbin/slurmctld ] && [ -x /usr/sbin/slurmd ] && [ -x /usr/sbin/munged ]; then \
-	  echo "PostgreSQL: $(PG_INITDB); SLURM: $$(/usr/sbin/slurmctld -V)"; \
+	if [ -n "$(PG_INITDB)" ] && [ -x /usr/sbin/slurmctld ] && [ -x /usr/sbin/slurmd ] && [ -x /usr/sbin/munged ] && [ -n "$(CHROMIUM)" ]; then \
+	  echo "PostgreSQL: $(PG_INITDB); SLURM: $$(/usr/sbin/slurmctld -V); browser: $(CHROMIUM)"; \
 	elif command -v apt-get >/dev/null; then \
-	  echo "installing Debian's postgresql, slurm-wlm and munge for the tracking-server and cluster tests"; \
+	  echo "installing Debian's postgresql, slurm-wlm, munge and chromium for the tracking-server, cluster and browser tests"; \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq \
-	    --no-install-recommends postgresql slurm-wlm slurmctld slurmd slurm-client munge >/dev/null; \
-	else echo "error: PostgreSQL or SLURM is not installed and apt-get is missing; install postgresql (initdb, pg_ctl), slurm-wlm and munge, then run make test again"; exit 2; fi
+	    --no-install-recommends postgresql slurm-wlm slurmctld slurmd slurm-client munge chromium >/dev/null; \
+	else echo "error: PostgreSQL, SLURM or chromium is not installed and apt-get is missing; install postgresql (initdb, pg_ctl), slurm-wlm, munge and chromium, then run make test again"; exit 2; fi
 
 run: setup  ## set up, then run the default study (snakemake --cores all)
 	$(BIN)/snakemake --cores $(CORES) --keep-going $(SNAKEMAKE_ARGS)

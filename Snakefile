@@ -63,9 +63,7 @@ onstart:
 
 
 onsuccess:
-    print(f"\nReport: {RESULTS}/report/{STUDY}/report.html\n"
-          f"Compare the arms in MLflow: mlflow ui --backend-store-uri "
-          f"{tracking_uri_hint()} --port 5000\n")
+    print(closing_message(), flush=True)
 
 
 onerror:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import itertools
 import os
 import shutil
@@ -87,8 +88,18 @@ class _Session:
         return out
 
 
+async def _wait(page: _Session, condition: str | None, deadline: float) -> bool:
+    while time.monotonic() < deadline:
+        state = await page.evaluate("document.readyState")
+        if state == "complete" and (condition is None or await page.evaluate(condition)):
+            return True
+        await asyncio.sleep(0.25)
+    return False
+
+
 async def _visit(port: int, url: str, ready: str | None, evaluate: str | None,
-                 screenshot: str | Path | None, timeout: float, width: int, height: int) -> dict[str, Any]:
+                 screenshot: str | Path | None, timeout: float, width: int, height: int,
+                 steps: list[tuple[str, str]]) -> dict[str, Any]:
     async with aiohttp.ClientSession() as http:
         async with http.put(f"http://127.0.0.1:{port}/json/new?about:blank") as reply:
             target = await reply.json(content_type=None)
@@ -100,13 +111,14 @@ async def _visit(port: int, url: str, ready: str | None, evaluate: str | None,
                             deviceScaleFactor=1, mobile=False)
             await page.send("Page.navigate", url=url)
             deadline = time.monotonic() + timeout
-            done = False
-            while time.monotonic() < deadline:
-                state = await page.evaluate("document.readyState")
-                if state == "complete" and (ready is None or await page.evaluate(ready)):
-                    done = True
-                    break
-                await asyncio.sleep(0.25)
+            done = await _wait(page, ready, deadline)
+            for action, condition in steps if done else ():
+                done = False
+                while not done and time.monotonic() < deadline:
+                    # the page may still be rendering what the action needs: try again
+                    with contextlib.suppress(RuntimeError):
+                        await page.evaluate(action)
+                    done = await _wait(page, condition, min(deadline, time.monotonic() + 3))
             await asyncio.sleep(0.5)  # late console messages and image decodes
             value = await page.evaluate(evaluate) if evaluate else None
             shot = None
@@ -157,10 +169,12 @@ class Chromium:
 
     def open(self, url: str, *, ready: str | None = None, evaluate: str | None = None,
              screenshot: str | Path | None = None, timeout: float = 60, width: int = 1280,
-             height: int = 900) -> dict[str, Any]:
-        """Load `url` in a new tab; wait until it loaded and `ready` (JS) is true; return the
-        value of `evaluate` (JS), the page's errors and its screenshot (a PNG of the viewport)."""
-        return asyncio.run(_visit(self.port, url, ready, evaluate, screenshot, timeout, width, height))
+             height: int = 900, steps: list[tuple[str, str]] = ()) -> dict[str, Any]:
+        """Load `url` in a new tab; wait until it loaded and `ready` (JS) is true; then each of
+        `steps` (an action in JS, then the condition to wait for); return the value of
+        `evaluate` (JS), whether every wait succeeded, the page's errors and its screenshot."""
+        return asyncio.run(_visit(self.port, url, ready, evaluate, screenshot, timeout, width,
+                                  height, list(steps)))
 
     def __exit__(self, *exc) -> None:
         if self.proc is not None and self.proc.poll() is None:

@@ -1,6 +1,7 @@
 """Shared fixtures. Tests run on 2 cores: anything that trains is marked slow."""
 
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -34,3 +35,16 @@ def smoke_dataset(tmp_path_factory):
 def env_without_mlflow():
     """The environment for a subprocess, without inherited MLflow settings."""
     return {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_")}
+
+
+@pytest.fixture(scope="session")
+def study(tmp_path_factory):
+    """The seed case's DAG at smoke size (every arm, real MindSpore, a real MLflow store), run
+    once and shared by the end-to-end and browser tests."""
+    out = tmp_path_factory.mktemp("study")
+    result = subprocess.run(
+        [SNAKEMAKE, "-s", str(REPO / "Snakefile"), "-d", str(out), "--cores", "2", "--config",
+         f"results={out}", "overrides=[size=smoke]"], cwd=out, capture_output=True, text=True,
+        timeout=1200, env=env_without_mlflow())
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return out

@@ -5,7 +5,10 @@ import subprocess
 
 import pandas as pd
 import pytest
+import yaml
 from conftest import REPO, SNAKEMAKE, env_without_mlflow
+
+# `study`: the seed case at smoke size, trained once per session (conftest.py)
 
 pytestmark = pytest.mark.slow
 ARMS = ("baseline", "tuned", "prepared", "prepared_tuned")
@@ -13,17 +16,6 @@ ARMS = ("baseline", "tuned", "prepared", "prepared_tuned")
 SUMMARY_KEYS = {"study", "arm", "steps_measured", "steps_excluded", "step_ms", "gap_ms",
                 "fwd_bwd_ms", "tail_ms", "gap_share", "steady_step_ms", "images_per_s",
                 "num_parallel_workers", "config_hash", "dataset_sha256", "git_sha"}
-
-
-@pytest.fixture(scope="module")
-def study(tmp_path_factory):
-    out = tmp_path_factory.mktemp("study")
-    result = subprocess.run(
-        [SNAKEMAKE, "-s", str(REPO / "Snakefile"), "-d", str(out), "--cores", "2", "--config", f"results={out}",
-         "overrides=[size=smoke]"], cwd=out, capture_output=True, text=True, timeout=1200,
-        env=env_without_mlflow())
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    return out
 
 
 def test_every_arm_has_its_config_steps_and_summary(study):
@@ -99,6 +91,20 @@ def test_report_has_published_and_measured_numbers_and_figures(study):
     assert "| baseline | 1 |" in md  # predicted against measured, per arm
 
 
+def test_the_report_scores_every_claim_of_the_study(study):
+    card = json.loads((study / "report/seed_case/scorecard.json").read_text())
+    spec = yaml.safe_load((REPO / "workflow/claims/seed_case.yaml").read_text())
+    assert [c["id"] for c in card["claims"]] == [c["id"] for c in spec["claims"]]
+    # every arm ran, so every claim is measured (pass or fail at smoke size), none skipped
+    assert card["not_scored"] == 0 and card["scored"] == len(spec["claims"])
+    for claim in card["claims"]:
+        assert claim["passed"] is (claim["result"] == "holds")
+        assert claim["measured_text"] != "-" and claim["detail"]
+    md = (study / "report/seed_case/report.md").read_text()
+    assert md.splitlines()[2] == f"**{card['headline']}**"
+    assert md.index("## Did the case study reproduce here?") < md.index("## Verdicts")
+
+
 def test_every_arm_is_profiled_and_diagnosed(study):
     for arm in ARMS:
         run = study / "runs" / "seed_case" / arm
@@ -133,6 +139,8 @@ def test_mlflow_holds_one_parent_and_one_child_per_arm(study):
 
     client = MlflowClient(f"sqlite:///{study}/mlflow/mlflow.db")
     experiment = client.get_experiment_by_name("perfstudy/seed_case")
+    # marked as model training: MLflow 3's UI opens it on the runs, not the GenAI overview
+    assert experiment.tags["mlflow.experimentKind"] == "custom_model_development"
     runs = client.search_runs([experiment.experiment_id])
     parents = [r for r in runs if r.data.tags.get("perfstudy.role") == "study"]
     children = [r for r in runs if r.data.tags.get("perfstudy.role") == "arm"]
@@ -162,8 +170,26 @@ def test_mlflow_holds_one_parent_and_one_child_per_arm(study):
         recorded = json.loads((study / "runs/seed_case" / child.data.tags["perfstudy.arm"]
                                / "mlflow_run.json").read_text())
         assert recorded["run_id"] == child.info.run_id
+        # the run spans the arm's training (compile to last step), not the logging after it
+        steps = pd.read_csv(arm_dir / "steps.csv")
+        summary = json.loads((arm_dir / "summary.json").read_text())
+        first = steps["start_time_s"].min() - (summary["precompile_s"] or 0)
+        assert child.info.start_time == int(first * 1000)
+        last = steps.iloc[-1]
+        assert child.info.end_time == int((last["start_time_s"] + last["step_ms"] / 1e3) * 1000)
+        assert child.info.end_time - child.info.start_time >= 1000 * summary["train_wall_s"] * 0.9
+        description = child.data.tags["mlflow.note.content"]
+        assert description.startswith(f"**{child.data.tags['perfstudy.verdict']}.**")
+        assert child.data.tags["perfstudy.recommendation"] in description
     parent_artifacts = {a.path for a in client.list_artifacts(parents[0].info.run_id)}
-    assert {"report.html", "report.md", "comparison.csv"} <= parent_artifacts
+    assert {"report.html", "report.md", "comparison.csv", "scorecard.json"} <= parent_artifacts
+    card = json.loads((study / "report/seed_case/scorecard.json").read_text())
+    tags = parents[0].data.tags
+    assert tags["perfstudy.claims"] == card["headline"]
+    assert tags["mlflow.note.content"].startswith(f"**{card['headline']}**")
+    for claim in card["claims"]:
+        assert tags[f"perfstudy.claim.{claim['id']}"].startswith(claim["result"])
+    assert parents[0].data.metrics["claims/held"] == card["held"]
     assert "tuned/speedup" in parents[0].data.metrics
     assert parents[0].data.tags["perfstudy.verdict.baseline"].split(",")[0].endswith("-bound")
     assert "perfstudy.recommendation.tuned" in parents[0].data.tags
