@@ -60,7 +60,7 @@ def test_a_claim_that_does_not_hold_is_failed_and_named_in_the_headline(arms):
     next(c for c in spec["claims"] if c["id"] == "tuned_faster")["at_least"] = 4.98  # the article's
     card = claims.score(spec, arms)
     assert _by_id(card)["tuned_faster"]["result"] == "does not hold"
-    assert "tuned_faster" in card["headline"].split("these do not: ")[1]
+    assert "tuned_faster (1.44x, >= 4.98x)" in card["headline"].split(" not: ")[1]
     assert "All" not in card["headline"].split(" on this machine")[0]
 
 
@@ -119,3 +119,12 @@ def test_make_report_refuses_a_bad_claims_file_before_any_work(tmp_path):
     assert result.returncode != 0
     assert "unknown metric 'nope'" in result.stderr and len(result.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "out").exists()
+
+
+def test_every_shipped_claims_file_loads_and_belongs_to_a_study():
+    studies = yaml.safe_load((REPO / "workflow" / "config.yaml").read_text())["studies"]
+    files = sorted((REPO / "workflow" / "claims").glob("*.yaml"))
+    assert files
+    for path in files:
+        spec = claims.load(path)
+        assert path.stem in studies and spec["claims"] and spec["title"]

@@ -29,6 +29,7 @@ import yaml
 from perfstudy import remedy, scaling
 from perfstudy.advisor import predict
 from perfstudy.config import ConfigError
+from perfstudy.diagnosis import verdict_label
 
 KEYS = {"id", "claim", "source", "metric", "arm", "against", "at_least", "at_most", "equals",
         "published", "note"}
@@ -39,6 +40,10 @@ class Unmeasured(Exception):
     """This run cannot measure the claim's quantity; the message says why."""
 
 
+def _floor_name(text: str) -> str:
+    return text.replace("cpu", "CPU")
+
+
 def _arm(arms: dict, name: str | None, role: str = "arm"):
     if name not in arms:
         raise Unmeasured(f"the {role} {name!r} did not run in this study")
@@ -46,8 +51,12 @@ def _arm(arms: dict, name: str | None, role: str = "arm"):
 
 
 def _gap_share(claim, arms, _prepared):
-    s = _arm(arms, claim["arm"]).summary
-    return s["gap_share"], f"gap {s['gap_ms']['mean']:.0f} ms of a {s['steady_step_ms']:.0f} ms step"
+    arm = _arm(arms, claim["arm"])
+    s = arm.summary
+    detail = f"gap {s['gap_ms']['mean']:.0f} ms of a {s['steady_step_ms']:.0f} ms step"
+    if arm.diagnosis:  # why it waits (or not): the arm's own verdict
+        detail += f"; diagnosed {_floor_name(verdict_label(arm.diagnosis['bound']))}"
+    return s["gap_share"], detail
 
 
 def _culprit_key(claim, arms, _prepared):
@@ -74,7 +83,8 @@ def _speedup_of_allowed(claim, arms, prepared):
     arm, against = _arm(arms, claim["arm"]), _arm(arms, claim.get("against"), "compared arm")
     speedup = _speedup(claim, arms, prepared)[0]
     allowed = allowed_speedup(arm, against)
-    return speedup / allowed, (f"{speedup:.2f}x of the {allowed:.2f}x its {arm.summary['binding_floor']} "
+    return speedup / allowed, (f"{speedup:.2f}x of the {allowed:.2f}x its "
+                               f"{_floor_name(arm.summary['binding_floor'])} "
                                f"floor allows ({arm.summary['floor_ms']:.0f} ms)")
 
 
@@ -251,9 +261,9 @@ def headline(results: list[dict[str, Any]], arms: list) -> str:
     env = (arms[0].summary.get("environment") or {}) if arms else {}
     if env:
         text += f" ({env.get('usable_cpus') or env.get('cpu_count')} CPUs, {arms[0].summary.get('size')} size)"
-    missed = [r["id"] for r in scored if not r["passed"]]
+    missed = [f"{r['id']} ({r['measured_text']}, {r['check']})" for r in scored if not r["passed"]]
     if missed:
-        text += f"; these do not: {', '.join(missed)}"
+        text += f"; {'these do' if len(missed) > 1 else 'this does'} not: {', '.join(missed)}"
     if len(scored) < len(results):
         text += f"; {len(results) - len(scored)} not scored"
     by_name = {a.name: a for a in arms}
@@ -264,7 +274,7 @@ def headline(results: list[dict[str, Any]], arms: list) -> str:
                  + (f" (published {speed['published']:.2f}x)"
                     if isinstance(speed["published"], (int, float)) else "")
                  + f"; this hardware allows {allowed_speedup(arm, against):.2f}x (the "
-                 f"{arm.name} arm's {arm.summary['binding_floor'].replace('cpu', 'CPU')} floor)")
+                 f"{arm.name} arm's {_floor_name(arm.summary['binding_floor'])} floor)")
     return text + "."
 
 
