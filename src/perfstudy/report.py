@@ -16,6 +16,7 @@ import pandas as pd  # noqa: E402
 
 from perfstudy import claims, remedy, repeats, scaling, scenarios  # noqa: E402
 from perfstudy.diagnosis import input_bound_band, verdict_label  # noqa: E402
+from perfstudy.figstyle import legend_below  # noqa: E402
 from perfstudy.io import read_json, read_table, write_csv, write_json, write_text_atomic  # noqa: E402
 
 # The case study's table (CASE_STUDY.md): ResNet50, batch 32, accelerator, MindInsight.
@@ -103,15 +104,13 @@ def comparison_table(arms: list[Arm]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _legend_outside(ax, fontsize: int = 8) -> None:
-    """The legend right of the axes, never over the data (savefig with bbox_inches='tight'
-    keeps it in the image)."""
-    ax.legend(fontsize=fontsize, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
+def _legend_outside(ax, fontsize: int = 8, ncols: int = 2) -> None:
+    legend_below(ax.figure, *ax.get_legend_handles_labels(), fontsize=fontsize, ncols=ncols)
 
 
 def figure_breakdown(arms: list[Arm], path: Path) -> Path:
     """Stacked bar of mean gap / fwd+bwd / tail per arm (they add up to the steady step)."""
-    fig, ax = plt.subplots(figsize=(6.4, 3.6))
+    fig, ax = plt.subplots(figsize=(6.4, 3.9), layout="constrained")
     names = [a.name for a in arms]
     bottom = [0.0] * len(arms)
     for part, colour in (("gap_ms", "#d62728"), ("fwd_bwd_ms", "#1f77b4"), ("tail_ms", "#2ca02c")):
@@ -124,9 +123,8 @@ def figure_breakdown(arms: list[Arm], path: Path) -> Path:
                zorder=3, label="floor (compute, input or CPU)")
     ax.set_xlabel("ms per step (mean over the measured steps)")
     ax.invert_yaxis()
-    _legend_outside(ax)
+    _legend_outside(ax, ncols=4)
     ax.set_title("Where a step's time goes")
-    fig.tight_layout()
     fig.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(fig)
     return path
@@ -134,7 +132,7 @@ def figure_breakdown(arms: list[Arm], path: Path) -> Path:
 
 def figure_steps(arms: list[Arm], path: Path) -> Path:
     """Step time over steps per arm; excluded steps (compile, warm-up, drain) hollow."""
-    fig, ax = plt.subplots(figsize=(7.2, 3.8))
+    fig, ax = plt.subplots(figsize=(7.2, 4.2), layout="constrained")
     for arm in arms:
         frame = arm.steps
         line = ax.plot(frame["step"], frame["step_ms"], lw=1, label=arm.name)[0]
@@ -146,8 +144,7 @@ def figure_steps(arms: list[Arm], path: Path) -> Path:
     ax.set_xlabel("step")
     ax.set_ylabel("step time (ms, log)")
     ax.set_title("Step time per step (hollow: excluded from the summary)")
-    _legend_outside(ax)
-    fig.tight_layout()
+    _legend_outside(ax, ncols=4)
     fig.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(fig)
     return path
@@ -155,20 +152,19 @@ def figure_steps(arms: list[Arm], path: Path) -> Path:
 
 def figure_published(table: pd.DataFrame, path: Path) -> Path:
     """Gap share and speedup: the article's against ours."""
-    fig, (left, right) = plt.subplots(1, 2, figsize=(7.2, 3.2))
+    fig, (left, right) = plt.subplots(1, 2, figsize=(7.2, 3.5), layout="constrained")
     for source, offset, colour in (("published", -0.2, "#7f7f7f"), ("measured", 0.2, "#1f77b4")):
         rows = table[table["source"] == source]
         xs = range(len(rows))
         left.bar([x + offset for x in xs], rows["gap_share"] * 100, width=0.4, color=colour,
                  label=source)
         right.bar([x + offset for x in xs], rows["speedup"], width=0.4, color=colour, label=source)
-        left.set_xticks(list(xs), rows["arm"])
-        right.set_xticks(list(xs), rows["arm"])
+        left.set_xticks(list(xs), rows["arm"], rotation=20, ha="right")
+        right.set_xticks(list(xs), rows["arm"], rotation=20, ha="right")
     left.set_ylabel("iteration gap, % of step")
     right.set_ylabel("speed vs baseline (x)")
     _legend_outside(right)
     fig.suptitle("Published (accelerator) vs measured (this machine)")
-    fig.tight_layout()
     fig.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(fig)
     return path
@@ -177,7 +173,7 @@ def figure_published(table: pd.DataFrame, path: Path) -> Path:
 def figure_queues(arm: Arm, path: Path) -> Path:
     """Output-queue fill (size / capacity) of each operator over time, like MindInsight's
     queue-relationship view; the profiled steps shaded."""
-    fig, ax = plt.subplots(figsize=(7.2, 3.4))
+    fig, ax = plt.subplots(figsize=(7.2, 4.0), layout="constrained")
     origin = float(arm.steps["start_time_s"].min())
     if arm.queues is not None:
         for label, rows in arm.queues.groupby("label", sort=False):
@@ -195,8 +191,7 @@ def figure_queues(arm: Arm, path: Path) -> Path:
     ax.set_ylabel("output queue fill (%)")
     ax.set_title(f"{arm.name}: data queues per operator (shaded: the analysed steps)")
     if ax.get_legend_handles_labels()[0]:
-        _legend_outside(ax, fontsize=7)
-    fig.tight_layout()
+        _legend_outside(ax, fontsize=7, ncols=2)
     fig.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(fig)
     return path

@@ -18,6 +18,7 @@ import pandas as pd  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 from perfstudy.advisor import PRIMARY_KEY, predict  # noqa: E402
+from perfstudy.figstyle import legend_below  # noqa: E402
 
 TARGET = 0.10  # the recommended setting's measured step should be within 10 % of the best
 
@@ -151,7 +152,7 @@ def figure_scaling(arms: list, path: Path) -> Path | None:
         return None
     advice = source.diagnosis["advisor"]
     counts = sorted({*(_workers(a) for a in fixed), *_counts(advice)})
-    fig, ax = plt.subplots(figsize=(6.4, 3.8))
+    fig, ax = plt.subplots(figsize=(6.4, 4.2), layout="constrained")
     ax.plot(counts, [predict(advice, {PRIMARY_KEY: w})["step_ms"] for w in counts], "--", color="#7f7f7f",
             label=f"predicted from {source.name}")
     points = sorted(fixed, key=_workers)
@@ -175,10 +176,8 @@ def figure_scaling(arms: list, path: Path) -> Path | None:
     share.set_ylim(0, 100)
     handles = ax.get_legend_handles_labels()
     extra = share.get_legend_handles_labels()
-    ax.legend(handles[0] + extra[0], handles[1] + extra[1], fontsize=7, loc="upper left",
-              bbox_to_anchor=(1.12, 1.0), borderaxespad=0)  # outside the data
+    legend_below(fig, handles[0] + extra[0], handles[1] + extra[1], fontsize=7, ncols=2)
     ax.set_title("Step time against map workers", fontsize=10)
-    fig.tight_layout()
     fig.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(fig)
     return path
