@@ -178,3 +178,12 @@ def test_repeats_of_an_arm_are_separate_child_runs(tmp_path, store):
     assert runs["tuned.r2"].data.tags["perfstudy.repeat"] == "2"
     assert runs["tuned.r2"].data.tags["seed"] == "11"
     assert runs["tuned"].info.run_id == first["run_id"]
+
+
+def test_the_ui_hint_opens_the_runs_in_the_model_training_view():
+    local = tracking.ui_hint("sqlite:////x/mlflow.db", "3")
+    assert local == ("MLflow: mlflow ui --backend-store-uri sqlite:////x/mlflow.db --port 5000, then "
+                     "open http://127.0.0.1:5000/#/experiments/3/runs?workflowType=machine_learning")
+    assert tracking.ui_hint("http://host:5000/", "7") == (
+        "MLflow: http://host:5000/#/experiments/7/runs?workflowType=machine_learning")
+    assert tracking.ui_hint("http://host:5000", None) == "MLflow: http://host:5000"

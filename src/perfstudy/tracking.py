@@ -139,6 +139,17 @@ def study_instance(folder: str | Path) -> str:
 EXPERIMENT_KIND = {"mlflow.experimentKind": "custom_model_development"}
 
 
+def ui_hint(uri: str, experiment_id: str | None) -> str:
+    """Where MLflow's UI shows the study's runs: the experiment's runs page in the Model
+    training view (MLflow 3's UI otherwise lands on its GenAI overview)."""
+    page = (f"/#/experiments/{experiment_id}/runs?workflowType=machine_learning"
+            if experiment_id else "")
+    if uri.startswith(("http://", "https://")):
+        return f"MLflow: {uri.rstrip('/')}{page}"
+    return (f"MLflow: mlflow ui --backend-store-uri {uri} --port 5000, then open "
+            f"http://127.0.0.1:5000{page}")
+
+
 def ensure_experiment(client, name: str, uri: str) -> str:
     """Id of the named experiment, created (artifacts beside a SQLite store) if missing; marked
     as model training, so MLflow 3's UI opens it on its runs (not the GenAI overview)."""

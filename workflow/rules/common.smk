@@ -103,19 +103,14 @@ def closing_message():
     """What a finished run prints: the scorecard's answer, the report, and where MLflow's UI
     shows the runs (the Model training view: MLflow 3 otherwise opens its GenAI overview)."""
     from perfstudy.io import read_json
+    from perfstudy.tracking import ui_hint
 
     folder = Path(RESULTS, "report", STUDY)  # (`report` is a Snakemake keyword)
     lines = [""]
     if (folder / "scorecard.json").is_file():
         lines.append(f"Scorecard: {read_json(folder / 'scorecard.json')['headline']}")
     lines.append(f"Report: {folder / 'report.html'}")
-    uri = tracking_uri_hint()
     ids = Path(RESULTS, "runs", STUDY, "mlflow_study.json")
-    page = (f"/#/experiments/{read_json(ids)['experiment_id']}/runs?workflowType=machine_learning"
-            if ids.is_file() else "")
-    if uri.startswith(("http://", "https://")):
-        lines.append(f"MLflow: {uri.rstrip('/')}{page}")
-    else:
-        lines.append(f"MLflow: mlflow ui --backend-store-uri {uri} --port 5000, then open "
-                     f"http://127.0.0.1:5000{page}")
+    lines.append(ui_hint(tracking_uri_hint(),
+                         read_json(ids)["experiment_id"] if ids.is_file() else None))
     return "\n".join(lines) + "\n"
