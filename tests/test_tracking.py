@@ -187,3 +187,27 @@ def test_the_ui_hint_opens_the_runs_in_the_model_training_view():
     assert tracking.ui_hint("http://host:5000/", "7") == (
         "MLflow: http://host:5000/#/experiments/7/runs?workflowType=machine_learning")
     assert tracking.ui_hint("http://host:5000", None) == "MLflow: http://host:5000"
+
+
+def test_an_experiment_made_before_is_marked_as_model_training(tmp_path):
+    uri = tracking.default_uri(tmp_path)
+    client = tracking.client_for(uri)
+    old = client.create_experiment("perfstudy/old", artifact_location=tracking.artifact_root(uri))
+    assert "mlflow.experimentKind" not in client.get_experiment(old).tags
+    assert tracking.ensure_experiment(client, "perfstudy/old", uri) == old
+    assert client.get_experiment(old).tags["mlflow.experimentKind"] == "custom_model_development"
+
+
+def test_an_arm_run_spans_its_training_and_describes_its_verdict(tmp_path, store):
+    client, exp, parent = store
+    run_dir, steps, summary = _fake_arm(tmp_path, "tuned")
+    summary["precompile_s"] = 2.0
+    run = client.get_run(_log(client, exp, parent, run_dir, steps, summary)["run_id"])
+    assert run.info.start_time == int((1_700_000_000 - 2.0) * 1000)  # from the graph compile
+    assert run.info.end_time == int((1_700_000_000 + 5 * 0.1 + 0.1) * 1000)  # to the last step's end
+    diagnosis = {"bound": "cpu", "headline": "CPU-bound: the CPUs are full.",
+                 "recommendation": {"sentence": "Keep the pipeline as it is."}}
+    text = tracking.run_description(summary, diagnosis)
+    assert text.startswith("**cpu-bound.** CPU-bound: the CPUs are full.")
+    assert "**Recommendation:** Keep the pipeline as it is." in text
+    assert "Steady step 100 ms" in text and tracking.run_description(summary, None).startswith("Steady")
