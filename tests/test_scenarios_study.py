@@ -54,8 +54,9 @@ def test_scenarios_are_diagnosed_swept_scored_and_tracked(tmp_path):
     points = pd.read_csv(report / "scenario_predictions.csv")
     assert len(points) == 2 + 1  # every swept setting predicted against its measurement
     md = (report / "report.md").read_text()
-    assert "## Diagnosis benchmark: each diagnosed run against its measured sweep" in md
-    assert "2 scenario(s): culprit right in" in md
+    # the benchmark's score is the report's answer: its first line, then its table, open
+    assert md.splitlines()[2].startswith("**2 scenario(s): culprit right in")
+    assert md.index("## Diagnosis benchmark, by scenario") < md.index("## Verdicts")
 
     client = MlflowClient(f"sqlite:///{tmp_path}/mlflow/mlflow.db")
     experiment = client.get_experiment_by_name("perfstudy/scenarios")

@@ -211,3 +211,11 @@ def test_an_arm_run_spans_its_training_and_describes_its_verdict(tmp_path, store
     assert text.startswith("**cpu-bound.** CPU-bound: the CPUs are full.")
     assert "**Recommendation:** Keep the pipeline as it is." in text
     assert "Steady step 100 ms" in text and tracking.run_description(summary, None).startswith("Steady")
+
+
+def test_an_autotune_arm_is_tagged_with_the_workers_it_chose(tmp_path, store):
+    client, exp, parent = store
+    run_dir, steps, summary = _fake_arm(tmp_path, "autotune")
+    summary["autotune"] = {"map_workers": 2, "config_file": "/x/autotune_0.json", "operators": []}
+    run = client.get_run(_log(client, exp, parent, run_dir, steps, summary)["run_id"])
+    assert run.data.tags["perfstudy.autotune_map_workers"] == "2"

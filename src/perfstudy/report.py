@@ -449,10 +449,9 @@ def build(study: str, runs: list[Arm], out_dir: str | Path,
     if not bench.empty:
         paths["scenarios"] = write_csv(out / "scenarios.csv", bench)
         write_csv(out / "scenario_predictions.csv", bench_points)
+    # a diagnosis benchmark's answer is its score: shown first, open, like a scorecard
+    benchmark = [] if bench.empty else [("Diagnosis benchmark, by scenario", bench)]
     details = [
-        ("Diagnosis benchmark: each diagnosed run against its measured sweep",
-         None if bench.empty else [scenarios.summary_line(bench)]),
-        ("Diagnosis benchmark, by scenario", _or_none(bench)),
         ("Diagnosis benchmark: predicted against measured at every swept setting", _or_none(bench_points)),
         ("The remedy, measured: the source prepared at a bounded resolution",
          remedy.lines(prepared, arms) or None),
@@ -482,10 +481,12 @@ def build(study: str, runs: list[Arm], out_dir: str | Path,
         "title": "", "claims": [], "scored": 0, "held": 0, "not_scored": 0,
         "headline": "This study has no claims file: nothing is scored."})
     doc = _Document(f"Study {study}: ResNet50 input-pipeline tuning")
-    doc.lead(card["headline"] if card else None)
+    doc.lead(card["headline"] if card else scenarios.summary_line(bench) if benchmark else None)
     if card:
         doc.section(card.get("title") or "The claims, scored", _scorecard_table(card),
                     note=card.get("reference"), css="scorecard")
+    for title, table_ in benchmark:
+        doc.section(title, table_)
     doc.figure("Where a step's time goes, per arm", paths["fig_breakdown"], open_=True)
     doc.section("Verdicts", verdicts)
     doc.heading("Details")
