@@ -1,6 +1,7 @@
 """Shared fixtures. Tests run on 2 cores: anything that trains is marked slow."""
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -35,6 +36,19 @@ def smoke_dataset(tmp_path_factory):
 def env_without_mlflow():
     """The environment for a subprocess, without inherited MLflow settings."""
     return {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_")}
+
+
+@pytest.fixture(scope="session")
+def analysed(tmp_path_factory):
+    """The real cpu_demo baseline and tuned runs (tests/fixtures/cpu_demo), analysed once;
+    read-only for the tests that share them."""
+    from perfstudy.analysis import analyze_run
+
+    out = tmp_path_factory.mktemp("cpu_demo")
+    for arm in ("baseline", "tuned"):
+        shutil.copytree(REPO / "tests" / "fixtures" / "cpu_demo" / arm, out / arm)
+        analyze_run(out / arm)
+    return out
 
 
 @pytest.fixture(scope="session")

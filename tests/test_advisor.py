@@ -1,16 +1,12 @@
 """The what-if advisor: its arithmetic on hand-made rates, and on the real cpu_demo profiles."""
 
 import shutil
-from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from perfstudy import advisor
-from perfstudy.analysis import analyze_run
 from perfstudy.io import read_json
-
-FIXTURES = Path(__file__).parent / "fixtures" / "cpu_demo"
 
 
 def _summary(cores=2, workers=1, net_wall=500.0, net_cpu=900.0, pipe_wall=3040.0, pipe_cpu=3000.0,
@@ -121,15 +117,6 @@ def test_compare_states_the_error_of_every_prediction():
     assert table.loc[2, "predicted_step_ms"] == pytest.approx(500.0)  # 12 asked: MindSpore caps at 8
     errors = advisor.error_summary(table)
     assert errors["max_abs_error"] == pytest.approx(0.05)
-
-
-@pytest.fixture(scope="module")
-def analysed(tmp_path_factory):
-    out = tmp_path_factory.mktemp("advisor")
-    for arm in ("baseline", "tuned"):
-        shutil.copytree(FIXTURES / arm, out / arm)
-        analyze_run(out / arm)
-    return out
 
 
 def test_the_real_baseline_predicts_the_tuned_arm_within_fifteen_percent(analysed):

@@ -1,31 +1,23 @@
 """The claims scorecard: a study's claims file, checked against real measured arms."""
 
-import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 import yaml
 from conftest import REPO
 
 from perfstudy import claims, report
-from perfstudy.analysis import analyze_run
 from perfstudy.config import ConfigError
 from perfstudy.io import read_json
 
-FIXTURES = Path(__file__).parent / "fixtures" / "cpu_demo"
 SEED_CLAIMS = REPO / "workflow" / "claims" / "seed_case.yaml"
 
 
 @pytest.fixture(scope="module")
-def arms(tmp_path_factory):
+def arms(analysed):
     """The real cpu_demo baseline and tuned runs, analysed (no prepared arm: not scored)."""
-    out = tmp_path_factory.mktemp("claims")
-    for arm in ("baseline", "tuned"):
-        shutil.copytree(FIXTURES / arm, out / arm)
-        analyze_run(out / arm)
-    return [report.load_arm(out / arm, arm) for arm in ("baseline", "tuned")]
+    return [report.load_arm(analysed / arm, arm) for arm in ("baseline", "tuned")]
 
 
 def _by_id(card):

@@ -19,11 +19,11 @@ arm at the advisor's pick), is `not scored` with the reason, never passed.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import yaml
 
 from perfstudy import remedy, scaling
@@ -132,7 +132,7 @@ def _prepared_speedup(claim, arms, prepared):
 def _prepared_prediction_error(claim, arms, prepared):
     _arm(arms, claim["arm"])
     row = _prepared_row(claim, prepared)
-    if not row["prediction_error"] == row["prediction_error"]:
+    if pd.isna(row["prediction_error"]):
         raise Unmeasured(f"{row['source_arm']}'s diagnosis made no prediction for the prepared source")
     return abs(float(row["prediction_error"])), (
         f"predicted {row['predicted_step_ms']:.0f} ms, measured {row['steady_step_ms']:.0f} ms "
@@ -153,7 +153,7 @@ METRICS: dict[str, tuple[Callable, str]] = {
 
 
 def fmt(value: Any, kind: str) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
+    if value is None or (isinstance(value, float) and pd.isna(value)):
         return "-"
     if kind == "percent":
         return f"{100 * value:.1f} %"

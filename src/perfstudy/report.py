@@ -476,13 +476,12 @@ def build(study: str, runs: list[Arm], out_dir: str | Path,
     if scaling_fig is not None:
         paths["fig_scaling"] = scaling_fig
         figs.append(("Step time against map workers, predicted and measured", scaling_fig))
-    card = claims.score(claims_spec, arms) if claims_spec else None
-    paths["scorecard"] = write_json(out / "scorecard.json", card or {
-        "title": "", "claims": [], "scored": 0, "held": 0, "not_scored": 0,
-        "headline": "This study has no claims file: nothing is scored."})
+    card = claims.score(claims_spec or {"claims": []}, arms)  # none: "nothing is scored"
+    paths["scorecard"] = write_json(out / "scorecard.json", card)
     doc = _Document(f"Study {study}: ResNet50 input-pipeline tuning")
-    doc.lead(card["headline"] if card else scenarios.summary_line(bench) if benchmark else None)
-    if card:
+    scored = bool(card["claims"])
+    doc.lead(card["headline"] if scored else scenarios.summary_line(bench) if benchmark else None)
+    if scored:
         doc.section(card.get("title") or "The claims, scored", _scorecard_table(card),
                     note=card.get("reference"), css="scorecard")
     for title, table_ in benchmark:
