@@ -42,7 +42,7 @@ def test_a_computing_map_scales_until_the_cores_are_full():
     assert steps[4] == pytest.approx(760.0)
     # the network alone takes 500 ms: beyond 3040/500 ~ 6.1 workers nothing is gained
     assert steps[8] == pytest.approx(500.0)
-    assert advice["recommended_workers"] == 6  # 3040/6 = 507 ms: within 5 % of the best, 500
+    assert advice["pick_workers"] == 6  # 3040/6 = 507 ms: within 5 % of the best, 500
     assert max(steps) == 8  # MindSpore refuses more workers than CPUs
 
 
@@ -52,7 +52,7 @@ def test_on_few_cores_the_cpu_floor_binds_and_the_pick_is_the_smallest_near_best
     floor = (3040.0 + 30.4 + 900.0) / 2  # map + other ops (1 % of 3040) + network CPU-ms, 2 cores
     assert rows[2]["step_ms"] == pytest.approx(floor)
     assert rows[2]["binding"] == "cpu"
-    assert advice["recommended_workers"] == 2
+    assert advice["pick_workers"] == 2
     assert "the CPUs set the pace" in advice["sentence"]
 
 
@@ -63,14 +63,14 @@ def test_a_waiting_map_scales_with_workers_up_to_the_cpus():
     rows = _by_workers(advice)
     assert rows[1]["step_ms"] == pytest.approx(3200.0)
     assert rows[2]["step_ms"] == pytest.approx(1600.0)
-    assert advice["recommended_workers"] == 2 and max(rows) == 2
+    assert advice["pick_workers"] == 2 and max(rows) == 2
 
 
 def test_an_idle_map_is_not_mistaken_for_a_waiting_one():
     # little CPU, but its output queue is full: it is blocked downstream, not waiting on I/O
     advice = advisor.advise(_summary(cores=2), _ops(10.0, 10.0, map_queue=1.0, leaf_queue=1.0))
     assert advice["stages"][0]["kind"] == "computes"
-    assert advice["recommended"] == advice["now"]  # no worker count is predicted to help
+    assert advice["pick"] == advice["now"]  # no worker count is predicted to help
 
 
 def test_without_a_profile_the_calibration_stands_in():
@@ -95,7 +95,7 @@ def test_a_python_map_is_read_off_its_probe():
     assert advice["stages"][0]["holds_gil"] and advice["level"] == pytest.approx(1.0)
     threads = advisor.predict(advice, {"pipeline.extra_transform_workers": 2})
     assert threads["step_ms"] == pytest.approx(404.0 + 180.0) and threads["binding"] == "gil"
-    pick = advice["recommended"]
+    pick = advice["pick"]
     assert pick["pipeline.extra_transform_workers"] == 2
     assert pick["pipeline.extra_transform_workers" + advisor.MP] is True
     assert advice["predicted_pick_ms"] == pytest.approx(204.0 + 180.0)
@@ -106,7 +106,7 @@ def test_the_model_is_levelled_on_the_runs_own_step():
     assert advice["level"] == pytest.approx(1.1)  # measured 3344 / modelled 3040
     assert advice["predicted_now_ms"] == pytest.approx(3344.0)
     assert _by_workers(advice)[2]["step_ms"] == pytest.approx(1.1 * 1520.0)
-    assert advice["recommended_workers"] == 6  # the shape, and so the pick, is the model's
+    assert advice["pick_workers"] == 6  # the shape, and so the pick, is the model's
 
 
 def test_compare_states_the_error_of_every_prediction():
@@ -124,7 +124,7 @@ def test_the_real_baseline_predicts_the_tuned_arm_within_fifteen_percent(analyse
     tuned = read_json(analysed / "tuned" / "summary.json")
     assert advice["source"] == "profile"
     assert advice["stages"][0]["label"].startswith("Map #2 [RandomCropDecodeResize")
-    assert advice["recommended_workers"] == 2
+    assert advice["pick_workers"] == 2
     table = advisor.compare(advice, {2: tuned["steady_step_ms"]})
     assert abs(table.loc[0, "error"]) < 0.15  # measured: -5.2 % (2835 vs 2991 ms)
     assert abs(advice["now_error"]) < 0.01  # levelled on its own step
@@ -142,7 +142,7 @@ def test_the_report_sets_predictions_against_the_arms(analysed, tmp_path):
     md = paths["md"].read_text()
     assert "| baseline | 1 | 4312 | 4312 | +0.0 % | pipeline |" in md  # levelled on its own step
     assert "| tuned | 2 | 2991 | 2835 | -5.2 % | cpu |" in md
-    assert ("The advisor (from baseline) picks 2 map worker(s); the fastest arm measured is tuned"
+    assert ("The recommendation (from baseline) is 2 map worker(s); the fastest arm measured is tuned"
             in md and "(within the 10 % target)" in md)
     assert paths["fig_scaling"].read_bytes()[:4] == b"\x89PNG"
 
@@ -183,9 +183,9 @@ def test_without_a_profile_a_probed_python_map_is_still_its_own_stage():
     advice = advisor.advise(summary, None)
     assert [s["label"] for s in advice["stages"]] == [
         "PythonBurn (pipeline.extra_transform_workers)", "the rest of the pipeline"]
-    assert advice["recommended"]["pipeline.extra_transform_workers"] == 2
-    assert advice["recommended"]["pipeline.extra_transform_workers" + advisor.MP] is True
-    assert advice["recommended"][advisor.PRIMARY_KEY] == 1  # the article's map is not the culprit
+    assert advice["pick"]["pipeline.extra_transform_workers"] == 2
+    assert advice["pick"]["pipeline.extra_transform_workers" + advisor.MP] is True
+    assert advice["pick"][advisor.PRIMARY_KEY] == 1  # the article's map is not the culprit
 
 
 def test_the_prepared_source_is_predicted_from_the_decode_cost_per_megapixel():

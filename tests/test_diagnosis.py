@@ -1,5 +1,7 @@
 """The verdict rules on hand-made numbers: bands, the queue rule along the chain, CPU, advice."""
 
+import math
+
 import pandas as pd
 import pytest
 
@@ -33,7 +35,7 @@ def summary(gap_share=0.6, steady=4000.0, cpu_floor=2400.0, binding="input", wor
         "calibration": {"pipeline_wall_ms": pipeline_wall, "pipeline_cpu_ms": 0.95 * pipeline_wall,
                         "compute_wall_ms": compute, "compute_cpu_ms": 1.8 * compute},
         "dataset": {"total_bytes": 160 * 3.9e6, "num_images": 160, "mean_megapixels": 16.0},
-        "image_size": 32, "buffered_batches": 4.0, "warmup_steps": 1,
+        "image_size": 32, "queue_capacity_batches": 4.0, "warmup_steps": 1,
     }
 
 
@@ -82,7 +84,8 @@ def test_input_bound_baseline_gets_the_map_and_a_worker_count():
     assert rec["action"] == "set_workers" and rec["workers"] == 2  # MindSpore caps at 2 CPUs
     assert rec["sentence"].startswith("Set pipeline.num_parallel_workers=2: predicted")
     assert rec["predicted_step_ms"] < rec["predicted_now_ms"]
-    assert result["advisor"]["recommended"] == rec["settings"]  # one answer
+    assert result["advisor"]["pick"] == rec["settings"]  # one answer
+    assert result["advisor"]["pick_is_recommendation"] is True
 
 
 def test_enough_cores_gives_the_smallest_count_near_the_best():
@@ -145,6 +148,35 @@ def test_a_window_faster_than_the_input_floor_gets_no_verdict():
     assert rec["validity"]["drain_steps"] == 6 and rec["validity"]["steps_needed"] == 18
     assert "trainer.steps >= 18" in rec["sentence"]
     assert result["headline"].startswith("No verdict")
+
+
+def test_without_a_verdict_nothing_names_a_second_setting():
+    # the pipeline alone needs 3900 ms, the network 1300: the model would pick 2 workers, but the
+    # window (2000 ms) was served from a buffer, so no verdict: the pick is a labelled what-if
+    s = summary(gap_share=0.05, steady=2000, pipeline_wall=3900, compute=1300)
+    result = diagnosis.diagnose(s, steps(1300), None)
+    rec, advice = result["recommendation"], result["advisor"]
+    assert rec["action"] == "not_steady" and rec["settings"] == advice["now"]
+    assert advice["pick"] != rec["settings"]  # the model's what-if differs ...
+    assert advice["pick_is_recommendation"] is False  # ... and says it is no recommendation
+    assert advice["sentence"].startswith("What-if for information only, not a recommendation")
+    assert "for information only" in advice["role"]
+    from perfstudy import tracking
+    tags = tracking.diagnosis_tags(result)
+    assert "perfstudy.advisor_pick_workers" not in tags
+    assert tags["perfstudy.advisor"].startswith("What-if for information only")
+
+
+def test_steps_to_a_steady_window_come_from_the_time_before_it():
+    # the pipeline ran 3113 ms before the window (step 0 slow, one warm-up step) at 313 ms per
+    # batch: ~9.9 batches made, 2 consumed, 7.9 buffered; each step drains 313 - 270 = 43 ms
+    s = {**summary(gap_share=0.02, steady=282, pipeline_wall=313, compute=270, cpu_floor=200),
+         "before_window_ms": 3113.0, "first_measured_step": 2, "queue_capacity_batches": 28.0}
+    check = diagnosis.decide(s, diagnosis.advise(s, None), "not", 270.0)["validity"]
+    assert check["buffered_batches"] == pytest.approx(3113 / 313 - 2)
+    assert check["drain_steps"] == math.ceil((3113 / 313 - 2) * 313 / 43)  # 58
+    assert check["steps_needed"] == 2 * (2 + check["drain_steps"])  # the drain rule's last half
+    assert "3113 ms of 2 steps before the window" in check["sentence"]
 
 
 def test_without_a_profile_the_verdict_still_comes_from_the_host_timers():

@@ -163,7 +163,12 @@ def test_mlflow_holds_one_parent_and_one_child_per_arm(study):
         map_id = int(ops.loc[ops["op_type"] == "Map", "op_id"].iloc[0])  # after Repeat, if any
         assert f"pipeline/op{map_id}_Map/queue_usage" in child.data.metrics
         assert f"pipeline/op{map_id}_Map/cpu_pct" in child.data.metrics
-        assert int(child.data.tags["perfstudy.advisor_workers"]) >= 1
+        diagnosis = json.loads((arm_dir / "diagnosis.json").read_text())
+        if diagnosis["recommendation"]["action"] == "not_steady":  # one answer: no second setting
+            assert "perfstudy.advisor_pick_workers" not in child.data.tags
+            assert "advisor/pick_workers" not in child.data.metrics
+        else:
+            assert int(child.data.tags["perfstudy.advisor_pick_workers"]) >= 1
         curve = client.get_metric_history(child.info.run_id, "advisor/predicted_step_ms")
         assert sorted(m.step for m in curve) == list(range(1, len(curve) + 1))  # step = workers
         assert len(client.get_metric_history(child.info.run_id, f"queue/op{map_id}_Map_size")) >= 3

@@ -59,7 +59,7 @@ def test_only_jpegs_become_samples(tmp_path, smoke_dataset):
 
 
 def test_every_sized_operator_is_described_with_its_config_key(smoke_dataset):
-    from perfstudy.train import buffered_batches, operator_settings
+    from perfstudy.train import operator_settings, queue_capacity_batches
 
     cfg = compose_run_config(["size=smoke", "experiment=slow_reader",
                               "pipeline.extra_transform=perfstudy.transforms:PythonBurn",
@@ -82,7 +82,7 @@ def test_every_sized_operator_is_described_with_its_config_key(smoke_dataset):
     assert settings["pipeline.extra_transform_workers"] == 2
     assert settings["pipeline.extra_transform_workers:multiprocessing"] is True
     # queues of 2: Repeat?, batch map and Batch hold batches; the two maps and the reader rows
-    assert buffered_batches(nodes, 4) == pytest.approx(2 + 2 + 3 * 2 / 4)
+    assert queue_capacity_batches(nodes, 4) == pytest.approx(2 + 2 + 3 * 2 / 4)
 
 
 def test_the_slow_reader_gives_imagefolder_labels(smoke_dataset):

@@ -314,12 +314,11 @@ def advise(summary: dict[str, Any], ops: pd.DataFrame | None) -> dict[str, Any]:
     primary = next((s for s in model["stages"] if pick["settings"].get(s["key"]) != now.get(s["key"])
                     or pick["settings"].get(s["key"] + MP) != now.get(s["key"] + MP)),
                    max(model["stages"], key=lambda s: now_row["stages_ms"][s["label"]]))
-    # the curve MLflow plots: the recommended operator's workers, the others as picked
+    # the curve MLflow plots: the picked operator's workers, the others as picked
     curve = [{"workers": w, "step_ms": predict(model, {**pick["settings"], primary["key"]: w})["step_ms"]}
              for w in range(1, model["cores"] + 1)]
-    return {**model, "now": now, "predictions": table, "recommended": pick["settings"], "curve": curve,
-            "recommended_key": primary["key"],
-            "recommended_workers": pick["settings"].get(primary["key"]),
+    return {**model, "now": now, "predictions": table, "pick": pick["settings"], "curve": curve,
+            "pick_key": primary["key"], "pick_workers": pick["settings"].get(primary["key"]),
             "predicted_best_ms": best["step_ms"], "predicted_pick_ms": pick["step_ms"],
             "predicted_now_ms": now_row["step_ms"], "pick_binding": pick["binding"],
             "now_binding": now_row["binding"], "now_slowest_stage": now_row["slowest_stage"],

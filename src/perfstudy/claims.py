@@ -106,11 +106,14 @@ def _advisor_pick(claim, arms, _prepared):
     check = scaling.pick_check(list(arms.values()))
     if check is None:
         raise Unmeasured("no arm's diagnosis has an advisor model")
+    if check.get("no_verdict"):
+        raise Unmeasured(f"{check['source']} got no verdict (its window was not steady), so nothing "
+                         "was recommended")
     if "picked_step_ms" not in check:
-        raise Unmeasured(f"no arm ran the advisor's pick ({check['recommended_workers']} "
+        raise Unmeasured(f"no arm ran the recommended setting ({check['recommended_workers']} "
                          "workers); run study=sweep")
     return check["picked_vs_best"], (
-        f"{check['source']}'s advisor picks {check['recommended_workers']} worker(s): "
+        f"{check['source']}'s recommendation is {check['recommended_workers']} worker(s): "
         f"{check['picked_step_ms']:.0f} ms against the best measured, {check['best_arm']} "
         f"{check['best_step_ms']:.0f} ms")
 

@@ -6,7 +6,8 @@ MLflow tags, the study's parent run) presents what `decide` returns; nothing els
 * Validity first: a steady step clearly below the input floor (the pipeline alone) cannot be
   a steady state; the window was served from batches buffered before it. Then no verdict is
   issued, and the answer says how many steps would drain the buffer (buffered batches / the
-  deficit per step).
+  deficit per step), and nothing else names a setting: the advisor's pick is then kept for
+  information only (perfstudy.diagnosis.label_advice).
 * The setting comes from the what-if model (perfstudy.advisor): the cheapest setting of every
   sized operator within 5 % of the best predicted step. "No setting helps" is said only when
   the model predicts less than 5 % gain at every setting up to the CPU count, with the
@@ -30,6 +31,25 @@ NOT_STEADY = 0.92  # steady step / floor below this: the window was not steady
 DECODE_OPS = ("Decode", "RandomCropDecodeResize", "DecodeVideo")
 
 
+def buffered_at_window(summary: dict[str, Any], floor_ms: float) -> tuple[float, str]:
+    """Batches buffered when the measured window began, and how that was estimated.
+
+    The slowest stage completes a batch every `floor_ms` (the pipeline alone) from the
+    pipeline's launch; the steps before the window took `before_window_ms` and consumed one
+    batch each, so the rest waited in the queues. It is an upper bound (the queues may have
+    filled first; the training slows the stage a little): the advice it gives errs on more
+    steps. Measured here: the queues' declared capacity is no bound at all (prefetch_size=1
+    still held ~8 batches of the smoke scenario), so it is used only by summaries without the
+    window's start (recorded since 2026-12)."""
+    before, first = summary.get("before_window_ms"), summary.get("first_measured_step")
+    if before is not None and first is not None and floor_ms > 0:
+        return max(0.0, before / floor_ms - first), (
+            f"{before:.0f} ms of {first} steps before the window at {floor_ms:.0f} ms per batch, "
+            f"less the {first} batches they consumed")
+    capacity = summary.get("queue_capacity_batches", summary.get("buffered_batches"))
+    return float(capacity or 0), "the queues' capacity"
+
+
 def validity(summary: dict[str, Any], compute_ms: float) -> dict[str, Any]:
     """Is the measured window a steady state? If not, how many steps would be.
 
@@ -37,6 +57,9 @@ def validity(summary: dict[str, Any], compute_ms: float) -> dict[str, Any]:
     compute floor is not used: the measured steps time the network themselves, and the
     calibration's 2-3 network-alone steps read up to 20 % slower than them at `smoke` size
     (noise of a few steps), which would call steady windows unsteady.
+    Steps to a steady window: the batches buffered at the window's start drain at
+    1 - compute/floor of a batch per step; the drain rule (perfstudy.steptrace) then needs the
+    drained steps to be at most half of the run, and at least 10 steady steps after them.
     """
     floors = {"input": summary.get("input_floor_ms")}
     floors = {k: v for k, v in floors.items() if v}
@@ -46,24 +69,25 @@ def validity(summary: dict[str, Any], compute_ms: float) -> dict[str, Any]:
     ratio = summary["steady_step_ms"] / floors[which]
     if ratio >= NOT_STEADY:
         return {"steady": True, "steady_vs_floor": ratio, "floor": which}
-    buffered = summary.get("buffered_batches") or 0
+    buffered, basis = buffered_at_window(summary, floors[which])
     deficit = floors[which] - compute_ms  # what each step takes out of the buffer, in ms
     drain = math.ceil(buffered * floors[which] / deficit) if deficit > 0 and buffered else None
-    steps = None if drain is None else 1 + summary.get("warmup_steps", 1) + drain + max(10, drain)
+    first = summary.get("first_measured_step", 1 + summary.get("warmup_steps", 1))
+    steps = None if drain is None else max(2 * (first + drain), first + drain + 10)
     sentence = (f"Not a steady state: the measured step ({summary['steady_step_ms']:.0f} ms) is "
                 f"{ratio:.2f}x the {which} floor ({floors[which]:.0f} ms, the "
                 + ("pipeline" if which == "input" else "network") + " alone), so the "
                 f"{summary['steps_measured']} measured steps were served from batches buffered "
                 "before them")
     if steps is not None:
-        sentence += (f"; about {buffered:.1f} batches were buffered and each step drains "
+        sentence += (f"; about {buffered:.1f} batches were buffered ({basis}) and each step drains "
                      f"{deficit:.0f} ms of the {floors[which]:.0f} ms a batch takes, so the buffer "
                      f"lasts ~{drain} steps: run trainer.steps >= {steps} for a steady window")
     else:
         sentence += "; run more trainer.steps for a steady window"
     return {"steady": False, "steady_vs_floor": ratio, "floor": which, "floor_ms": floors[which],
-            "buffered_batches": buffered, "drain_steps": drain, "steps_needed": steps,
-            "sentence": sentence + "; no verdict is issued on this window."}
+            "buffered_batches": buffered, "buffered_basis": basis, "drain_steps": drain,
+            "steps_needed": steps, "sentence": sentence + "; no verdict is issued on this window."}
 
 
 def culprit_kind(stage: dict[str, Any] | None) -> str | None:
@@ -196,13 +220,13 @@ def decide(summary: dict[str, Any], advice: dict[str, Any], band: str, compute_m
     now = advice["now"]
     stages = {s["label"]: s for s in advice["stages"]}
     now_row = predict(advice, now)
-    pick = predict(advice, advice["recommended"])
+    pick = predict(advice, advice["pick"])
     best = min(advice["predictions"], key=lambda r: r["step_ms"])
     slowest = stages[now_row["slowest_stage"]]
     input_side = band != "not" or now_row["binding"] in ("pipeline", "gil")
     culprit = slowest if input_side else None
     kind = culprit_kind(culprit)
-    changes = {k: v for k, v in advice["recommended"].items() if now.get(k) != v}
+    changes = {k: v for k, v in advice["pick"].items() if now.get(k) != v}
     gain = now_row["step_ms"] / pick["step_ms"] - 1
     binding_words = {"cpu": "cpu", "pipeline": "input", "network": "compute", "gil": "input"}
     if changes:
@@ -238,7 +262,7 @@ def decide(summary: dict[str, Any], advice: dict[str, Any], band: str, compute_m
                     f"{100 * summary['gap_share']:.1f} % of the time and no setting is predicted to "
                     f"be 5 % faster; what would help: " + "; ".join(remedies(None, advice, None, summary, best)))
     return {**base, "bound": bound, "action": action, "changes": changes,
-            "settings": advice["recommended"], "predicted_step_ms": pick["step_ms"],
+            "settings": advice["pick"], "predicted_step_ms": pick["step_ms"],
             "predicted_gain": gain, "culprit_key": culprit["key"] if culprit else None,
             "culprit_label": culprit["label"] if culprit else None, "culprit_kind": kind,
             "queue_rule_culprit": (queue_culprit or {}).get("label"),
@@ -261,4 +285,4 @@ def describe_changes(changes: dict[str, Any], advice: dict[str, Any]) -> str:
     for key, value in changes.items():  # processes switched without a change of workers
         if key.endswith(MP) and key[: -len(MP)] not in changes:
             words.append(f"{key[: -len(MP)].rsplit('_workers', 1)[0]}_multiprocessing={str(bool(value)).lower()}")
-    return ", ".join(words) or describe_settings(advice["recommended"], advice)
+    return ", ".join(words) or describe_settings(advice["pick"], advice)

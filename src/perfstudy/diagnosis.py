@@ -135,6 +135,7 @@ def diagnose(summary: dict[str, Any], steps: pd.DataFrame, ops: pd.DataFrame | N
     queue_culprit = find_culprit(ops) if band != "not" else None
     advice = advise(summary, ops)
     answer = decide(summary, advice, band, compute_ms, queue_culprit)
+    advice = label_advice(advice, answer)
     cpu = _cpu_state(summary, host, ops, advice)
     return {
         "arm": summary["arm"], "study": summary["study"], "bound": answer["bound"],
@@ -150,6 +151,21 @@ def diagnose(summary: dict[str, Any], steps: pd.DataFrame, ops: pd.DataFrame | N
         "profiled": ops is not None, "profiler_effect": profiler_effect(summary),
         "advisor": advice,
     }
+
+
+INFORMATION_ONLY = "for information only, not a recommendation"
+
+
+def label_advice(advice: dict[str, Any], answer: dict[str, Any]) -> dict[str, Any]:
+    """The advisor's block as diagnosis.json keeps it, saying what its pick is: the model behind
+    the recommendation (the decision took it), or, when no verdict was issued, a what-if kept
+    for information only. recommendation.settings is the one setting named recommended."""
+    if answer["action"] != "not_steady":
+        return {**advice, "role": "the model behind the recommendation (recommendation.settings "
+                "is its pick)", "pick_is_recommendation": True}
+    return {**advice, "role": f"what-if {INFORMATION_ONLY}: no verdict was issued on this window",
+            "pick_is_recommendation": False,
+            "sentence": f"What-if {INFORMATION_ONLY} (no verdict on this window): {advice['sentence']}"}
 
 
 def _culprit_evidence(answer: dict[str, Any], ops: pd.DataFrame | None,

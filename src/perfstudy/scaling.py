@@ -81,17 +81,24 @@ def whatif_table(arms: list) -> pd.DataFrame:
 
 
 def pick_check(arms: list) -> dict[str, Any] | None:
-    """The advisor's pick against the best measured arm (None without an advisor)."""
+    """The source arm's recommended setting against the best measured arm (None without an
+    advisor). Without a verdict (its window was not steady) nothing was recommended: the check
+    says so (`no_verdict`) and compares nothing."""
     source = source_arm(arms)
     if source is None:
         return None
-    advice = source.diagnosis["advisor"]
+    answer = source.diagnosis.get("recommendation") or {}
     fixed = _fixed(arms, source)
     best = min(fixed, key=lambda a: a.summary["steady_step_ms"])
-    picked = [a for a in fixed if _workers(a) == advice["recommended_workers"]]
-    result = {"source": source.name, "recommended_workers": advice["recommended_workers"],
-              "best_arm": best.name, "best_workers": _workers(best),
+    result = {"source": source.name, "best_arm": best.name, "best_workers": _workers(best),
               "best_step_ms": best.summary["steady_step_ms"]}
+    if answer.get("action") == "not_steady":
+        return {**result, "no_verdict": answer.get("sentence", "the window was not steady"),
+                "recommended_workers": None}
+    settings = answer.get("settings") or source.diagnosis["advisor"]["pick"]
+    workers = int(settings.get(PRIMARY_KEY, _workers(source)))
+    result["recommended_workers"] = workers
+    picked = [a for a in fixed if _workers(a) == workers]
     if picked:
         step = min(a.summary["steady_step_ms"] for a in picked)
         result.update(picked_step_ms=step, picked_vs_best=step / best.summary["steady_step_ms"] - 1,
@@ -107,7 +114,11 @@ def advisor_lines(arms: list) -> list[str]:
     check = pick_check(arms)
     if check is None:
         return lines
-    head = (f"The advisor (from {check['source']}) picks {check['recommended_workers']} map "
+    if check.get("no_verdict"):
+        no_pick = (f"{check['source']} got no verdict (its measured window was not steady), so nothing "
+                   "was recommended and no pick is checked against the arms.")
+        return [*lines, no_pick, *autotune_lines(arms, check)]
+    head = (f"The recommendation (from {check['source']}) is {check['recommended_workers']} map "
             f"worker(s); the fastest arm measured is {check['best_arm']} "
             f"({check['best_workers']} worker(s), {check['best_step_ms']:.0f} ms)")
     if "picked_step_ms" in check:

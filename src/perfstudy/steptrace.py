@@ -128,6 +128,8 @@ def summarize(frame: pd.DataFrame, batch_size: int, min_measured_steps: int) -> 
         "steps_profiled": int((frame["phase"] == "profiled").sum()),
         "steps_excluded_by_phase": {k: int(v) for k, v in excluded.items()},
         "first_measured_step": int(measured["step"].iloc[0]),
+        # wall time from the pipeline's launch to the window (the steps before it)
+        "before_window_ms": float(timed[timed["step"] < measured["step"].iloc[0]]["step_ms"].sum()),
         "first_step_ms": float(frame["step_ms"].iloc[0]),
         "step_ms": _spread(measured["step_ms"]),
         "gap_ms": _spread(measured["gap_ms"]),

@@ -381,9 +381,10 @@ def diagnosis_metrics(diagnosis: dict[str, Any], ops: pd.DataFrame | None,
     if advice:  # the what-if curve as a history: step = worker count (MLflow plots it)
         metrics += [Metric("advisor/predicted_step_ms", float(row["step_ms"]), stamp_ms,
                            int(row["workers"])) for row in advice["curve"]]
-        metrics += [Metric("advisor/recommended_workers", float(advice["recommended_workers"]), stamp_ms, 0),
-                    Metric("advisor/predicted_best_ms", float(advice["predicted_best_ms"]), stamp_ms, 0),
+        metrics += [Metric("advisor/predicted_best_ms", float(advice["predicted_best_ms"]), stamp_ms, 0),
                     Metric("advisor/own_setting_error", float(advice["now_error"]), stamp_ms, 0)]
+        if advice.get("pick_is_recommendation", True):  # no second setting beside no verdict
+            metrics.append(Metric("advisor/pick_workers", float(advice["pick_workers"]), stamp_ms, 0))
     return metrics
 
 
@@ -398,9 +399,9 @@ def diagnosis_tags(diagnosis: dict[str, Any]) -> dict[str, str]:
         f"{TAG}recommendation": diagnosis["recommendation"]["sentence"],
         f"{TAG}headline": diagnosis["headline"],
         f"{TAG}timeline_agrees": str(diagnosis["cross_check"].get("agrees")),
-        **({f"{TAG}advisor": diagnosis["advisor"]["sentence"],
-            f"{TAG}advisor_workers": str(diagnosis["advisor"]["recommended_workers"])}
-           if diagnosis.get("advisor") else {}),
+        **({f"{TAG}advisor": diagnosis["advisor"]["sentence"]} if diagnosis.get("advisor") else {}),
+        **({f"{TAG}advisor_pick_workers": str(diagnosis["advisor"]["pick_workers"])}
+           if (diagnosis.get("advisor") or {}).get("pick_is_recommendation", False) else {}),
     }
 
 

@@ -160,8 +160,9 @@ def model_classes(cfg, manifest: dict[str, Any]) -> int:
     return cfg.model.num_classes
 
 
-def buffered_batches(nodes: list[dict], batch_size: int) -> float:
-    """How many batches the pipeline's queues hold when full (row queues count rows/batch)."""
+def queue_capacity_batches(nodes: list[dict], batch_size: int) -> float:
+    """How many batches the operators' declared output queues hold when full (row queues count
+    rows/batch). Not a bound on what is buffered: MindSpore's workers hold more (measured)."""
     total, rows = 0.0, False
     for node in nodes:  # consumer first: queues above Batch hold batches, below it rows
         size = node.get("connector_queue_size") or 0
@@ -386,7 +387,7 @@ def run(cfg, manifest_path: str | Path | None = None) -> dict[str, Any]:
         "num_parallel_workers": workers.as_dict(),
         "scenario": config_mod.to_container(cfg.scenario) if cfg.scenario.name else None,
         "operator_settings": operator_settings(nodes),
-        "buffered_batches": buffered_batches(nodes, cfg.pipeline.batch_size),
+        "queue_capacity_batches": queue_capacity_batches(nodes, cfg.pipeline.batch_size),
         "warmup_steps": cfg.trainer.warmup_steps,
         "model_num_classes": train_step.num_classes,
         "batch_size": cfg.pipeline.batch_size,
