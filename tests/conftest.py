@@ -38,6 +38,15 @@ def env_without_mlflow():
     return {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_")}
 
 
+def gate_overrides(path: Path, after: int = 16) -> list[str]:
+    """Hydra overrides that hold every training at a known step until `path` exists
+    (perfstudy.transforms.Gate after `after` images; at smoke size, batch 4, the step with index
+    after/4 waits): a test forces a kill, a cancellation or a time limit with it, whatever the
+    CPU's speed, instead of racing the clock."""
+    return ["pipeline.extra_transform=perfstudy.transforms:Gate",
+            f"+pipeline.extra_transform_args.path={path}", f"+pipeline.extra_transform_args.after={after}"]
+
+
 @pytest.fixture(scope="session")
 def analysed(tmp_path_factory):
     """The real cpu_demo baseline and tuned runs (tests/fixtures/cpu_demo), analysed once;

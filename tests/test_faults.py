@@ -1,11 +1,15 @@
-"""Faults: a training job killed half way, then the study run again."""
+"""Faults: a training job killed half way, then the study run again.
+
+Forced, not raced: every training passes 16 images (4 steps at smoke size), then waits for a
+file (perfstudy.transforms.Gate); the test kills the held job, opens the gate, and the next run,
+with the same config, trains the killed arm again whole."""
 
 import subprocess
 import time
 from pathlib import Path
 
 import pytest
-from conftest import REPO, SNAKEMAKE, env_without_mlflow
+from conftest import REPO, SNAKEMAKE, env_without_mlflow, gate_overrides
 
 pytestmark = pytest.mark.slow
 
@@ -23,8 +27,9 @@ def _processes_running(fragment: str) -> list[int]:
 
 
 def _snakemake(out: Path, *extra: str) -> list[str]:
+    overrides = ",".join(["size=smoke", *gate_overrides(out / "gate_open", after=16)])
     return [SNAKEMAKE, "-s", str(REPO / "Snakefile"), "-d", str(out), "--cores", "2",
-            "--config", f"results={out}", "overrides=[size=smoke]", "arms=[baseline,tuned]", *extra]
+            "--config", f"results={out}", f"overrides=[{overrides}]", "arms=[baseline,tuned]", *extra]
 
 
 def test_a_training_killed_half_way_is_finished_by_the_next_run(tmp_path):
@@ -34,16 +39,19 @@ def test_a_training_killed_half_way_is_finished_by_the_next_run(tmp_path):
     out.mkdir()
     first = subprocess.Popen(_snakemake(out), cwd=out, stdout=subprocess.PIPE,
                              stderr=subprocess.STDOUT, text=True, env=env_without_mlflow())
-    killed, deadline = [], time.time() + 600
+    killed, deadline = [], time.time() + 600  # a bound on start-up only: the training waits
     while not killed and time.time() < deadline and first.poll() is None:
         logs = list((out / "logs" / "train" / "seed_case").glob("*.log"))
         if any("step 3/8" in log.read_text(errors="replace") for log in logs):
+            held = [log for log in logs if "step 5/8" in log.read_text(errors="replace")]
+            assert not held, f"{held} went past the gate"  # it cannot: step 5 waits for the file
             for pid in _processes_running(str(out)):
                 subprocess.run(["kill", "-9", str(pid)], check=False)
                 killed.append(pid)
         time.sleep(0.2)
     output = first.communicate(timeout=600)[0]
     assert killed, "no training reached step 3 to be killed:\n" + output[-3000:]
+    (out / "gate_open").touch()  # the next run passes the gate
     assert first.returncode != 0  # the study stopped on the killed job
     assert not (out / "report" / "seed_case" / "report.html").exists()
 

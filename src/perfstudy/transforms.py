@@ -1,7 +1,9 @@
 """Custom transforms for pipeline.extra_transform (a map after the case study's).
 
 `Sleep` stands in for a transform that waits (I/O, a remote service), `PythonBurn` for one
-that computes in Python (holding the GIL), `BatchBlur` for a vectorised per-batch one: each
+that computes in Python (holding the GIL), `BatchBlur` for a vectorised per-batch one, `Gate`
+holds a training at a known step until a file appears (fault injection: a job that must
+overrun its time limit, or be killed or cancelled mid-run, whatever the CPU's speed): each
 passes the data through unchanged in shape, so the diagnosis benchmark (study `scenarios`)
 can check that the diagnosis names the right operator and setting. Any "module:Callable" that maps a numpy image
 to a numpy image works the same way.
@@ -10,6 +12,7 @@ to a numpy image works the same way.
 from __future__ import annotations
 
 import importlib
+import os
 import time
 from collections.abc import Callable
 from typing import Any
@@ -43,6 +46,26 @@ class PythonBurn:
         count = 0
         while time.thread_time() < deadline:
             count += 1
+        return image
+
+
+class Gate:
+    """Pass `after` images through, then hold every further one until `path` exists.
+
+    The training then blocks at a known step (the one whose batch needs image `after` + 1,
+    less the batches already queued) for as long as the file is missing: a test that needs a
+    job killed, cancelled or cut by its time limit mid-run forces it with this instead of
+    racing the clock. Run it with one thread worker (the default), so the count is exact.
+    """
+
+    def __init__(self, path: str, after: int = 0, poll_ms: float = 100.0) -> None:
+        self.path, self.after, self.poll_s = str(path), int(after), float(poll_ms) / 1e3
+        self.passed = 0
+
+    def __call__(self, image: np.ndarray) -> np.ndarray:
+        self.passed += 1
+        while self.passed > self.after and not os.path.exists(self.path):
+            time.sleep(self.poll_s)
         return image
 
 
