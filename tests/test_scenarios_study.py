@@ -34,11 +34,19 @@ def test_scenarios_are_diagnosed_swept_scored_and_tracked(tmp_path):
         (1, False), (2, False), (1, True), (2, True)}
     for name in ("python_cpu", "slow_reader"):
         diagnosis = read_json(runs / name / "diagnosis.json")
-        answer = diagnosis["recommendation"]
+        answer, advice = diagnosis["recommendation"], diagnosis["advisor"]
         assert answer["action"] in {"set_workers", "none", "cannot_help", "not_steady"}
-        assert diagnosis["advisor"]["recommended"] == answer["settings"]  # one answer
+        # One answer, steady or not: at 8 smoke steps python_cpu's window is served from the
+        # batches buffered during step 0 on a fast machine (and on this one), not on a slow one.
+        if answer["action"] == "not_steady":
+            assert answer["settings"] == advice["now"] and not answer["changes"]
+            assert advice["pick_is_recommendation"] is False
+            assert advice["sentence"].startswith("What-if for information only")
+            assert "trainer.steps" in answer["sentence"]
+        else:
+            assert advice["pick"] == answer["settings"] and advice["pick_is_recommendation"]
         if answer["culprit_key"]:
-            assert answer["culprit_key"] in diagnosis["advisor"]["now"]
+            assert answer["culprit_key"] in advice["now"]
     # a swept run in processes records it; MindSpore's serialisation loses the op's name there
     swept = read_json(runs / "python_cpu_w2_mp" / "summary.json")
     assert swept["operator_settings"]["pipeline.extra_transform_workers:multiprocessing"] is True
@@ -64,6 +72,7 @@ def test_scenarios_are_diagnosed_swept_scored_and_tracked(tmp_path):
     arms = {r.data.tags["perfstudy.run"]: r for r in found if r.data.tags.get("perfstudy.role") == "arm"}
     assert len(arms) == 5 and all(r.info.status == "FINISHED" for r in found)
     tags = arms["python_cpu"].data.tags
-    assert tags["perfstudy.action"] == read_json(runs / "python_cpu" / "diagnosis.json")[
-        "recommendation"]["action"]
+    answer = read_json(runs / "python_cpu" / "diagnosis.json")["recommendation"]
+    assert tags["perfstudy.action"] == answer["action"]
+    assert ("perfstudy.advisor_pick_workers" in tags) == (answer["action"] != "not_steady")
     assert "advisor/predicted_step_ms" in arms["python_cpu"].data.metrics

@@ -1,9 +1,11 @@
 """Custom transforms for pipeline.extra_transform (a map after the case study's).
 
 `Sleep` stands in for a transform that waits (I/O, a remote service), `PythonBurn` for one
-that computes in Python (holding the GIL), `BatchBlur` for a vectorised per-batch one, `Gate`
-holds a training at a known step until a file appears (fault injection: a job that must
-overrun its time limit, or be killed or cancelled mid-run, whatever the CPU's speed): each
+that computes in Python (holding the GIL), `BatchBlur` for a vectorised per-batch one. Two inject
+conditions a test needs, whatever the CPU's speed: `Gate` holds a training at a known step
+until a file appears (a job that must overrun its time limit, or be killed or cancelled
+mid-run), `HoldFirst` holds the first batch so the queues behind it fill (a window served
+from buffered batches, as during the article's compile). Each
 passes the data through unchanged in shape, so the diagnosis benchmark (study `scenarios`)
 can check that the diagnosis names the right operator and setting. Any "module:Callable" that maps a numpy image
 to a numpy image works the same way.
@@ -67,6 +69,23 @@ class Gate:
         while self.passed > self.after and not os.path.exists(self.path):
             time.sleep(self.poll_s)
         return image
+
+
+class HoldFirst:
+    """A per-batch map that holds the first batch of this process for `seconds`, then passes
+    every batch through unchanged: the operators before it keep working and fill their queues,
+    as they do while a graph compiles, so the steps after it are served from buffered batches."""
+
+    _held = False  # once per process: the calibration and probe pipelines are not held
+
+    def __init__(self, seconds: float = 10.0) -> None:
+        self.seconds = float(seconds)
+
+    def __call__(self, batch: np.ndarray) -> np.ndarray:
+        if not HoldFirst._held:
+            HoldFirst._held = True
+            time.sleep(self.seconds)
+        return batch
 
 
 class BatchBlur:

@@ -1,0 +1,52 @@
+"""The not-steady arithmetic checked against a measurement, on a window unsteady by
+construction: the first batch is held 12 s (perfstudy.transforms.HoldFirst, a per-batch map)
+while a map that waits 200 ms per image (Sleep: 800 ms per batch of 4, whatever the CPU) fills
+the queues before it (~8 or more batches, measured), so the 6 steps of an 8-step smoke window,
+each needing at most ~500 ms of network on a machine half as fast as this one, are served from
+the buffer and run faster than the pipeline alone. The diagnosis must say so and how many steps
+a steady window needs; a run of that many steps is then judged steady.
+"""
+
+import subprocess
+
+import pandas as pd
+import pytest
+from conftest import PYTHON, REPO
+
+from perfstudy.decision import NOT_STEADY, validity
+from perfstudy.io import read_json
+
+pytestmark = pytest.mark.slow
+MAX_SMOKE_STEPS = 200  # a smoke-size window must not need hundreds of steps
+BUFFERED = ["pipeline.extra_transform=perfstudy.transforms:Sleep",
+            "+pipeline.extra_transform_args.milliseconds=200",
+            "pipeline.batch_transform=perfstudy.transforms:HoldFirst",
+            "+pipeline.batch_transform_args.seconds=12"]
+
+
+def _train(out, steps: int) -> tuple[dict, float]:
+    result = subprocess.run(
+        [PYTHON, str(REPO / "scripts" / "train.py"), "size=smoke", "profiler=off", *BUFFERED,
+         f"trainer.steps={steps}", f"paths.results={out}", "arm=buffered"],
+        cwd=REPO, capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, result.stderr[-3000:]
+    run = out / "runs" / "adhoc" / "buffered"
+    frame = pd.read_csv(run / "steps.csv")
+    measured = frame[frame["phase"] == "measured"]
+    return read_json(run / "summary.json"), float((measured["fwd_bwd_ms"] + measured["tail_ms"]).median())
+
+
+def test_the_steps_advised_for_a_steady_window_give_one(tmp_path):
+    summary, compute_ms = _train(tmp_path, 8)
+    check = validity(summary, compute_ms)
+    assert not check["steady"], f"{summary['steady_step_ms']:.0f} ms against {summary['input_floor_ms']:.0f}"
+    assert check["buffered_batches"] >= 6  # ~12.5 s before the window at ~800 ms per batch
+    needed = check["steps_needed"]
+    assert needed is not None and needed <= MAX_SMOKE_STEPS, check["sentence"]
+    assert f"run trainer.steps >= {needed}" in check["sentence"]
+
+    summary, compute_ms = _train(tmp_path, needed)
+    again = validity(summary, compute_ms)
+    assert again["steady"], again.get("sentence")
+    assert again["steady_vs_floor"] >= NOT_STEADY
+    assert summary["steps_excluded_by_phase"].get("drain", 0) >= 1  # the drain rule found the buffer's end
