@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 CORES ?= all
 SNAKEMAKE_ARGS ?=
 
-.PHONY: help setup test-services run test test-fast lint lock report clean
+.PHONY: help setup test-services run test test-fast test-slowed lint lock report clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -48,6 +48,10 @@ test: setup test-services  ## set up, then run the whole test suite (unit, workf
 
 test-fast: setup  ## the tests that do not train (seconds)
 	$(BIN)/python -m pytest -m "not slow"
+
+SLOWDOWN ?= 2
+test-slowed: setup test-services  ## the whole suite as on a machine SLOWDOWN (2) times slower (a CPU quota)
+	tests/throttle.sh $(SLOWDOWN) $(BIN)/python -m pytest
 
 lint: setup  ## ruff on the Python code, snakemake --lint on the workflow
 	$(BIN)/ruff check src scripts tests

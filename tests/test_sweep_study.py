@@ -34,7 +34,7 @@ def test_sweep_with_repeats_runs_reports_and_tracks_every_run(tmp_path):
     md = (report / "report.md").read_text()
     assert "## Repeats: spread across seeds, and the speedup's interval" in md
     assert "| workers_2 | 2 |" in md  # predicted against measured at 2 workers
-    assert "The recommendation (from baseline) is" in md
+    assert "The recommendation (from baseline) is" in md or "baseline got no verdict" in md  # one answer
     assert (report / "figures" / "scaling.png").read_bytes()[:4] == b"\x89PNG"
     card = json.loads((report / "scorecard.json").read_text())  # workflow/claims/sweep.yaml
     scored = {c["id"]: c for c in card["claims"] if c["passed"] is not None}
