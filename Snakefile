@@ -8,11 +8,11 @@ import time
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import min_version, validate
 
-from perfstudy.cli import errors_in_logs
-from perfstudy.cluster import ended_jobs
-from perfstudy.config import ConfigError
-from perfstudy.io import OutputError, check_writable
-from perfstudy.study import check_workflow_config
+from perfstudy.orchestrate.cli import errors_in_logs
+from perfstudy.orchestrate.cluster import ended_jobs
+from perfstudy.common.config import ConfigError
+from perfstudy.common.io import OutputError, check_writable
+from perfstudy.orchestrate.study import check_workflow_config
 
 min_version("9.0")
 STARTED = time.time()
@@ -55,7 +55,7 @@ rule all:
 onstart:
     # Jobs on cluster nodes log to the tracking store from there: refuse a SQLite file up front.
     if workflow.non_local_exec:
-        from perfstudy.tracking import cluster_store_problem
+        from perfstudy.present.tracking import cluster_store_problem
 
         problem = cluster_store_problem(tracking_uri_hint(), workflow.executor_plugin.name)
         if problem:

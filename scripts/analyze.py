@@ -6,9 +6,9 @@
 import argparse
 import sys
 
-from perfstudy.analysis import analyze_run
-from perfstudy.cli import main_guard, setup_logging
-from perfstudy.minddata import ProfileFormatError
+from perfstudy.decide.analysis import analyze_run
+from perfstudy.measure.minddata import ProfileFormatError
+from perfstudy.orchestrate.cli import main_guard, setup_logging
 
 
 def main() -> None:

@@ -10,9 +10,9 @@ import sys
 
 from omegaconf import OmegaConf
 
-from perfstudy.cli import main_guard
-from perfstudy.config import compose_run_config, config_hash
-from perfstudy.io import write_text_atomic
+from perfstudy.common.config import compose_run_config, config_hash
+from perfstudy.common.io import write_text_atomic
+from perfstudy.orchestrate.cli import main_guard
 
 
 def main() -> None:

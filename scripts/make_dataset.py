@@ -14,9 +14,9 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
-from perfstudy import data
-from perfstudy.cli import UserError, main_guard, setup_logging
-from perfstudy.config import DataConfig
+from perfstudy.common.config import DataConfig
+from perfstudy.data import dataset
+from perfstudy.orchestrate.cli import UserError, main_guard, setup_logging
 
 log = logging.getLogger("make_dataset")
 
@@ -31,12 +31,12 @@ def main() -> None:
     setup_logging()
     spec = json.loads(args.data)
     data_cfg = OmegaConf.merge(OmegaConf.structured(DataConfig), spec["data"])
-    expected = data.dataset_dir(data_cfg, spec["data_root"]) / data.MANIFEST
+    expected = dataset.dataset_dir(data_cfg, spec["data_root"]) / dataset.MANIFEST
     if Path(args.out).resolve() != expected.resolve():
         raise UserError(f"--out {args.out} does not match the dataset folder {expected}; "
                         f"pass --out {expected}.")
     started = time.time()
-    manifest = data.load_manifest(data.prepare_dataset(data_cfg, spec["data_root"],
+    manifest = dataset.load_manifest(dataset.prepare_dataset(data_cfg, spec["data_root"],
                                                        workers=max(1, args.workers)))
     log.info("%s dataset: %d images, %d classes, %.1f MB, sha256 %s (%.0f s)",
              manifest["source"], manifest["num_images"], manifest["num_classes"],

@@ -10,9 +10,11 @@ import logging
 import sys
 from pathlib import Path
 
-from perfstudy import claims, config, report
-from perfstudy.cli import UserError, main_guard, setup_logging
-from perfstudy.io import read_json
+from perfstudy.common import config
+from perfstudy.common.io import read_json
+from perfstudy.decide import claims
+from perfstudy.orchestrate.cli import UserError, main_guard, setup_logging
+from perfstudy.present import report
 
 log = logging.getLogger("make_report")
 

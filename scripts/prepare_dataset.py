@@ -14,8 +14,8 @@ import logging
 import sys
 from pathlib import Path
 
-from perfstudy import data, prepare
-from perfstudy.cli import UserError, main_guard, setup_logging
+from perfstudy.data import dataset, prepare
+from perfstudy.orchestrate.cli import UserError, main_guard, setup_logging
 
 log = logging.getLogger("prepare_dataset")
 
@@ -31,11 +31,11 @@ def main() -> None:
     setup_logging()
     spec = json.loads(args.spec)
     folder = Path(spec["out"])
-    if Path(args.out).resolve() != (folder / data.MANIFEST).resolve():
+    if Path(args.out).resolve() != (folder / dataset.MANIFEST).resolve():
         raise UserError(f"--out {args.out} does not match the prepared folder {folder}; "
-                        f"pass --out {folder / data.MANIFEST}.")
+                        f"pass --out {folder / dataset.MANIFEST}.")
     settings = prepare.Settings(**spec["settings"])
-    manifest = data.load_manifest(prepare.prepare(args.source, settings, folder,
+    manifest = dataset.load_manifest(prepare.prepare(args.source, settings, folder,
                                                   workers=max(1, args.workers)))
     before, after, cost = manifest["before"], manifest["after"], manifest["preparation"]
     log.info("prepared %d images (%s): %.1f MB, %.2f MP/image -> %.2f MB, %.4f MP/image "

@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from perfstudy import config, tracking
-from perfstudy.cli import main_guard, setup_logging
-from perfstudy.io import read_json, read_table, write_json
+from perfstudy.common import config
+from perfstudy.common.io import read_json, read_table, write_json
+from perfstudy.orchestrate.cli import main_guard, setup_logging
+from perfstudy.present import tracking
 
 log = logging.getLogger("track_arm")
 

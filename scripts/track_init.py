@@ -11,10 +11,11 @@ import argparse
 import sys
 from pathlib import Path
 
-from perfstudy import config, tracking
-from perfstudy.cli import main_guard, setup_logging
-from perfstudy.io import write_json
-from perfstudy.provenance import git_state
+from perfstudy.common import config
+from perfstudy.common.io import write_json
+from perfstudy.common.provenance import git_state
+from perfstudy.orchestrate.cli import main_guard, setup_logging
+from perfstudy.present import tracking
 
 
 def main() -> None:

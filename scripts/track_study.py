@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from perfstudy import tracking
-from perfstudy.cli import main_guard, setup_logging
-from perfstudy.diagnosis import verdict_label
-from perfstudy.io import read_json, write_json
+from perfstudy.common.io import read_json, write_json
+from perfstudy.decide.diagnosis import verdict_label
+from perfstudy.orchestrate.cli import main_guard, setup_logging
+from perfstudy.present import tracking
 
 
 def main() -> None:

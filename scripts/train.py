@@ -14,9 +14,10 @@ import sys
 
 from omegaconf import OmegaConf
 
-from perfstudy import config, train
-from perfstudy.cli import main_guard, setup_logging
-from perfstudy.profiling import ProfilerError
+from perfstudy.common import config
+from perfstudy.measure.profiling import ProfilerError
+from perfstudy.orchestrate.cli import main_guard, setup_logging
+from perfstudy.run import train
 
 
 def main() -> None:

@@ -24,12 +24,12 @@ def _no_inherited_tracking(monkeypatch):
 @pytest.fixture(scope="session")
 def smoke_dataset(tmp_path_factory):
     """A tiny generated ImageFolder (16 JPEGs, 2 classes) shared by the tests."""
-    from perfstudy import data
-    from perfstudy.config import compose_run_config
+    from perfstudy.common.config import compose_run_config
+    from perfstudy.data import dataset
 
     root = tmp_path_factory.mktemp("data")
     cfg = compose_run_config(["size=smoke", f"paths.results={root}"])
-    manifest = data.prepare_dataset(cfg.data, cfg.paths.data_root, workers=1)
+    manifest = dataset.prepare_dataset(cfg.data, cfg.paths.data_root, workers=1)
     return Path(manifest)
 
 
@@ -40,10 +40,10 @@ def env_without_mlflow():
 
 def gate_overrides(path: Path, after: int = 16) -> list[str]:
     """Hydra overrides that hold every training at a known step until `path` exists
-    (perfstudy.transforms.Gate after `after` images; at smoke size, batch 4, the step with index
+    (perfstudy.run.transforms.Gate after `after` images; at smoke size, batch 4, the step with index
     after/4 waits): a test forces a kill, a cancellation or a time limit with it, whatever the
     CPU's speed, instead of racing the clock."""
-    return ["pipeline.extra_transform=perfstudy.transforms:Gate",
+    return ["pipeline.extra_transform=perfstudy.run.transforms:Gate",
             f"+pipeline.extra_transform_args.path={path}", f"+pipeline.extra_transform_args.after={after}"]
 
 
@@ -51,7 +51,7 @@ def gate_overrides(path: Path, after: int = 16) -> list[str]:
 def analysed(tmp_path_factory):
     """The real cpu_demo baseline and tuned runs (tests/fixtures/cpu_demo), analysed once;
     read-only for the tests that share them."""
-    from perfstudy.analysis import analyze_run
+    from perfstudy.decide.analysis import analyze_run
 
     out = tmp_path_factory.mktemp("cpu_demo")
     for arm in ("baseline", "tuned"):

@@ -5,8 +5,9 @@ import shutil
 import pandas as pd
 import pytest
 
-from perfstudy import advisor
-from perfstudy.io import read_json
+from perfstudy.common.io import read_json
+from perfstudy.decide import advisor
+from perfstudy.run import settings
 
 
 def _summary(cores=2, workers=1, net_wall=500.0, net_cpu=900.0, pipe_wall=3040.0, pipe_cpu=3000.0,
@@ -30,7 +31,7 @@ def _ops(map_cpu_pct, per_worker_pct, workers=1, leaf_pct=1.0, map_queue=0.0, le
 
 
 def _by_workers(advice):
-    return {row["settings"][advisor.PRIMARY_KEY]: row for row in advice["predictions"]}
+    return {row["settings"][settings.PRIMARY_KEY]: row for row in advice["predictions"]}
 
 
 def test_a_computing_map_scales_until_the_cores_are_full():
@@ -97,7 +98,7 @@ def test_a_python_map_is_read_off_its_probe():
     assert threads["step_ms"] == pytest.approx(404.0 + 180.0) and threads["binding"] == "gil"
     pick = advice["pick"]
     assert pick["pipeline.extra_transform_workers"] == 2
-    assert pick["pipeline.extra_transform_workers" + advisor.MP] is True
+    assert pick["pipeline.extra_transform_workers" + settings.MP] is True
     assert advice["predicted_pick_ms"] == pytest.approx(204.0 + 180.0)
 
 
@@ -135,7 +136,7 @@ def test_the_real_baseline_predicts_the_tuned_arm_within_fifteen_percent(analyse
 
 
 def test_the_report_sets_predictions_against_the_arms(analysed, tmp_path):
-    from perfstudy import report
+    from perfstudy.present import report
 
     arms = [report.load_arm(analysed / arm, arm) for arm in ("baseline", "tuned")]
     paths = report.build("seed_case", arms, tmp_path)
@@ -148,8 +149,8 @@ def test_the_report_sets_predictions_against_the_arms(analysed, tmp_path):
 
 
 def test_the_report_sets_autotune_against_the_best_and_the_pick(analysed, tmp_path):
-    from perfstudy import report
-    from perfstudy.io import write_json
+    from perfstudy.common.io import write_json
+    from perfstudy.present import report
 
     shutil.copytree(analysed / "tuned", tmp_path / "autotune")
     summary = read_json(tmp_path / "autotune" / "summary.json")
@@ -172,9 +173,9 @@ def test_without_a_profile_a_probed_python_map_is_still_its_own_stage():
     # the user's case with profiler=off: the Python map's probe, not the article's map, binds
     summary = _summary(cores=2, pipe_wall=2600.0, pipe_cpu=2650.0, net_wall=650.0, net_cpu=1100.0,
                        steady=2827.0)
-    summary["operator_settings"] = {advisor.PRIMARY_KEY: 1, "pipeline.extra_transform_workers": 1}
+    summary["operator_settings"] = {settings.PRIMARY_KEY: 1, "pipeline.extra_transform_workers": 1}
     summary["calibration"]["operators"] = [{
-        "config_key": "pipeline.extra_transform_workers", "operation": "perfstudy.transforms:PythonBurn",
+        "config_key": "pipeline.extra_transform_workers", "operation": "perfstudy.run.transforms:PythonBurn",
         "workers_now": None, "multiprocessing_now": False, "points": [
             {"workers": 1, "multiprocessing": False, "wall_ms_per_batch": 2590.0, "cpu_ms_per_batch": 2590.0},
             {"workers": 2, "multiprocessing": False, "wall_ms_per_batch": 2663.0, "cpu_ms_per_batch": 2660.0},
@@ -184,12 +185,12 @@ def test_without_a_profile_a_probed_python_map_is_still_its_own_stage():
     assert [s["label"] for s in advice["stages"]] == [
         "PythonBurn (pipeline.extra_transform_workers)", "the rest of the pipeline"]
     assert advice["pick"]["pipeline.extra_transform_workers"] == 2
-    assert advice["pick"]["pipeline.extra_transform_workers" + advisor.MP] is True
-    assert advice["pick"][advisor.PRIMARY_KEY] == 1  # the article's map is not the culprit
+    assert advice["pick"]["pipeline.extra_transform_workers" + settings.MP] is True
+    assert advice["pick"][settings.PRIMARY_KEY] == 1  # the article's map is not the culprit
 
 
 def test_the_prepared_source_is_predicted_from_the_decode_cost_per_megapixel():
-    from perfstudy import decision
+    from perfstudy.decide import decision
 
     summary = {**_summary(cores=8), "dataset": {"mean_megapixels": 16.0, "bounded_megapixels": 0.016,
                                                 "bound_rule": "per image, the crop bound"}}
@@ -197,10 +198,10 @@ def test_the_prepared_source_is_predicted_from_the_decode_cost_per_megapixel():
     advice = advisor.advise(summary, ops)
     predicted = decision.prepared_prediction(advice, summary)
     # the map's 3040 CPU-ms per batch at 16 MP is 3.04 at 0.016 MP: the network's 500 ms binds
-    assert decision.prepared_step_at(predicted, {advisor.PRIMARY_KEY: 1}) == pytest.approx(500.0, rel=0.02)
+    assert decision.prepared_step_at(predicted, {settings.PRIMARY_KEY: 1}) == pytest.approx(500.0, rel=0.02)
     assert predicted["now"] == pytest.approx(500.0, rel=0.02)
     assert {r["binding"] for r in predicted["predictions"]} == {"network"}
-    assert decision.prepared_step_at(predicted, {advisor.PRIMARY_KEY: 99}) is None
+    assert decision.prepared_step_at(predicted, {settings.PRIMARY_KEY: 99}) is None
     # nothing decodes, or the source is already within the bound: no prediction
     assert decision.prepared_prediction(advisor.advise(summary, _ops(95.0, 95.0)), summary) is None
     within = {**summary, "dataset": {"mean_megapixels": 0.01, "bounded_megapixels": 0.01}}

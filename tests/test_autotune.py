@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 from conftest import PYTHON, REPO
 
-from perfstudy import autotune
-from perfstudy.io import read_json
+from perfstudy.common.io import read_json
+from perfstudy.run import autotune
 
 
 def test_the_saved_summary_gives_each_operators_setting(tmp_path):

@@ -7,9 +7,10 @@ import pytest
 import yaml
 from conftest import REPO
 
-from perfstudy import claims, report
-from perfstudy.config import ConfigError
-from perfstudy.io import read_json
+from perfstudy.common.config import ConfigError
+from perfstudy.common.io import read_json
+from perfstudy.decide import claims
+from perfstudy.present import report
 
 SEED_CLAIMS = REPO / "workflow" / "claims" / "seed_case.yaml"
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from perfstudy.config import (
+from perfstudy.common.config import (
     CONF_DIR,
     ConfigError,
     compose_run_config,
@@ -104,7 +104,7 @@ def test_profiler_options_compose(name, dataset, timeline):
 
 
 def test_profile_window_follows_the_measured_steps_unless_inline():
-    from perfstudy.profiling import extra_steps, profile_window
+    from perfstudy.measure.profiling import extra_steps, profile_window
 
     cfg = compose_run_config(["size=smoke", "profiler=full"])
     # steps 0-7 measured, 8 the profiling pipeline's start-up, 9-12 profiled
@@ -122,14 +122,14 @@ def test_profile_window_follows_the_measured_steps_unless_inline():
 
 
 def test_extra_transform_args_reach_the_transform():
-    from perfstudy.transforms import Sleep, load_transform
+    from perfstudy.run.transforms import Sleep, load_transform
 
-    cfg = compose_run_config(["size=smoke", "pipeline.extra_transform=perfstudy.transforms:Sleep",
+    cfg = compose_run_config(["size=smoke", "pipeline.extra_transform=perfstudy.run.transforms:Sleep",
                               "+pipeline.extra_transform_args.milliseconds=7"])
     transform = load_transform(cfg.pipeline.extra_transform, dict(cfg.pipeline.extra_transform_args))
     assert isinstance(transform, Sleep) and transform.milliseconds == 7
     with pytest.raises(ValueError, match="cannot be imported"):
-        load_transform("perfstudy.transforms:Nope")
+        load_transform("perfstudy.run.transforms:Nope")
 
 
 def test_an_unknown_group_option_lists_only_the_options():

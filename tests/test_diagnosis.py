@@ -5,7 +5,7 @@ import math
 import pandas as pd
 import pytest
 
-from perfstudy import diagnosis
+from perfstudy.decide import diagnosis
 
 
 def ops_frame(usages: list[tuple[str, float, float]], workers: int = 1, keys=None,
@@ -161,7 +161,7 @@ def test_without_a_verdict_nothing_names_a_second_setting():
     assert advice["pick_is_recommendation"] is False  # ... and says it is no recommendation
     assert advice["sentence"].startswith("What-if for information only, not a recommendation")
     assert "for information only" in advice["role"]
-    from perfstudy import tracking
+    from perfstudy.present import tracking
     tags = tracking.diagnosis_tags(result)
     assert "perfstudy.advisor_pick_workers" not in tags
     assert tags["perfstudy.advisor"].startswith("What-if for information only")

@@ -48,7 +48,7 @@ def test_every_arm_has_its_config_steps_and_summary(study):
 
 
 def test_every_run_records_its_environment_and_the_report_lists_it(study):
-    from perfstudy.provenance import git_state
+    from perfstudy.common.provenance import git_state
 
     for arm in ARMS:
         run = study / "runs" / "seed_case" / arm

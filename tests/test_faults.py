@@ -1,7 +1,7 @@
 """Faults: a training job killed half way, then the study run again.
 
 Forced, not raced: every training passes 16 images (4 steps at smoke size), then waits for a
-file (perfstudy.transforms.Gate); the test kills the held job, opens the gate, and the next run,
+file (perfstudy.run.transforms.Gate); the test kills the held job, opens the gate, and the next run,
 with the same config, trains the killed arm again whole."""
 
 import subprocess

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from perfstudy.model import ResNet50, count_trainable_parameters, learning_rates
+from perfstudy.run.model import ResNet50, count_trainable_parameters, learning_rates
 
 
 def test_resnet50_has_the_reference_parameter_count_at_1000_classes():

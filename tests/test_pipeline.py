@@ -2,9 +2,9 @@
 
 import pytest
 
-from perfstudy import pipeline
-from perfstudy.config import compose_run_config
-from perfstudy.data import load_manifest
+from perfstudy.common.config import compose_run_config
+from perfstudy.data.dataset import load_manifest
+from perfstudy.run import pipeline
 
 
 def test_workers_above_the_cpu_count_are_clamped_and_both_values_kept():
@@ -59,13 +59,14 @@ def test_only_jpegs_become_samples(tmp_path, smoke_dataset):
 
 
 def test_every_sized_operator_is_described_with_its_config_key(smoke_dataset):
-    from perfstudy.train import operator_settings, queue_capacity_batches
+    from perfstudy.run.settings import operator_settings
+    from perfstudy.run.train import queue_capacity_batches
 
     cfg = compose_run_config(["size=smoke", "experiment=slow_reader",
-                              "pipeline.extra_transform=perfstudy.transforms:PythonBurn",
+                              "pipeline.extra_transform=perfstudy.run.transforms:PythonBurn",
                               "pipeline.extra_transform_workers=2",
                               "pipeline.extra_transform_multiprocessing=true",
-                              "pipeline.batch_transform=perfstudy.transforms:BatchBlur",
+                              "pipeline.batch_transform=perfstudy.run.transforms:BatchBlur",
                               "pipeline.prefetch_size=2"])
     manifest = load_manifest(smoke_dataset)
     workers = pipeline.resolve_workers(None, 1, cpus=2)
@@ -95,7 +96,7 @@ def test_the_slow_reader_gives_imagefolder_labels(smoke_dataset):
 
 
 def test_a_user_folder_sets_the_class_count_and_bad_labels_stop_in_one_sentence():
-    from perfstudy.train import check_labels, model_classes
+    from perfstudy.run.train import check_labels, model_classes
 
     cfg = compose_run_config(["size=smoke", "data.path=/somewhere"])
     assert cfg.model.num_classes == 2

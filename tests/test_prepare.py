@@ -9,8 +9,9 @@ import mindspore.dataset as ds
 import numpy as np
 import pytest
 
-from perfstudy import data, pipeline, prepare
-from perfstudy.config import ConfigError, compose_run_config
+from perfstudy.common.config import ConfigError, compose_run_config
+from perfstudy.data import dataset, prepare, sources
+from perfstudy.run import pipeline
 
 
 @pytest.fixture(scope="module")
@@ -18,7 +19,7 @@ def prepared(smoke_dataset, tmp_path_factory):
     settings = prepare.Settings(image_size=32, short_side=None, quality=90)
     out = tmp_path_factory.mktemp("prepared") / "prepared-smoke"
     path = prepare.prepare(smoke_dataset, settings, out, workers=2)
-    return data.load_manifest(path), settings
+    return dataset.load_manifest(path), settings
 
 
 def test_crop_bound_is_the_smallest_side_that_never_upsamples_a_crop():
@@ -43,7 +44,7 @@ def test_target_size_keeps_the_aspect_and_never_upsamples():
 
 def test_manifest_names_source_settings_sizes_and_cost(prepared, smoke_dataset):
     manifest, settings = prepared
-    source = data.load_manifest(smoke_dataset)
+    source = dataset.load_manifest(smoke_dataset)
     assert manifest["source"] == "prepared" and manifest["format"] == "mindrecord"
     assert manifest["source_manifest"]["sha256"] == hashlib.sha256(smoke_dataset.read_bytes()).hexdigest()
     assert manifest["source_manifest"]["dataset_sha256"] == source["dataset_sha256"]
@@ -58,14 +59,14 @@ def test_manifest_names_source_settings_sizes_and_cost(prepared, smoke_dataset):
     assert manifest["total_bytes"] < 4 * manifest["after"]["bytes"]
     assert manifest["preparation"]["wall_s"] > 0 and manifest["preparation"]["cpu_s"] > 0
     assert manifest["psnr_db"]["min"] > 28
-    data.verify_manifest(manifest)
+    sources.verify(manifest)
 
 
 def test_prepared_images_are_the_source_resized(prepared, smoke_dataset):
     from PIL import Image
 
     manifest, _ = prepared
-    source = data.load_manifest(smoke_dataset)
+    source = dataset.load_manifest(smoke_dataset)
     reader = ds.MindDataset(prepare.record_path(manifest), columns_list=["image", "label", "path"],
                             shuffle=False)
     rows = list(reader.create_dict_iterator(output_numpy=True, num_epochs=1))
@@ -84,7 +85,7 @@ def test_same_images_and_labels_in_the_same_order_under_the_same_seed(prepared, 
     """ImageFolderDataset and the prepared MindDataset through the training pipeline's source,
     over three epochs (a batch of 5 leaves a remainder each epoch)."""
     manifest, _ = prepared
-    source = data.load_manifest(smoke_dataset)
+    source = dataset.load_manifest(smoke_dataset)
     by_sha = {f["sha256"]: f["path"] for f in source["files"]}
     cfg = compose_run_config(["size=smoke", "pipeline.batch_size=5"])
     got = {}
@@ -108,7 +109,7 @@ def test_same_images_and_labels_in_the_same_order_under_the_same_seed(prepared, 
 
 def test_the_same_source_and_settings_reuse_the_preparation(prepared, smoke_dataset):
     manifest, settings = prepared
-    path = os.path.join(manifest["root"], data.MANIFEST)
+    path = os.path.join(manifest["root"], dataset.MANIFEST)
     before = os.stat(path).st_mtime_ns
     prepare.prepare(smoke_dataset, settings, manifest["root"])
     assert os.stat(path).st_mtime_ns == before
@@ -121,14 +122,14 @@ def test_a_changed_source_or_setting_prepares_again(smoke_dataset, tmp_path):
     shutil.copytree(smoke_dataset.parent, source)
     settings = prepare.Settings(image_size=32, short_side=None, quality=90)
     out = tmp_path / "prepared-x"
-    first = json.loads(prepare.prepare(source / data.MANIFEST, settings, out).read_text())
-    changed = json.loads((source / data.MANIFEST).read_text())
+    first = json.loads(prepare.prepare(source / dataset.MANIFEST, settings, out).read_text())
+    changed = json.loads((source / dataset.MANIFEST).read_text())
     changed["note"] = "regenerated"  # a new source manifest (e.g. another seed)
-    (source / data.MANIFEST).write_text(json.dumps(changed))
-    second = json.loads(prepare.prepare(source / data.MANIFEST, settings, out).read_text())
+    (source / dataset.MANIFEST).write_text(json.dumps(changed))
+    second = json.loads(prepare.prepare(source / dataset.MANIFEST, settings, out).read_text())
     assert second["source_manifest"]["sha256"] != first["source_manifest"]["sha256"]
     smaller = prepare.Settings(image_size=32, short_side=64, quality=90)
-    third = json.loads(prepare.prepare(source / data.MANIFEST, smaller, out).read_text())
+    third = json.loads(prepare.prepare(source / dataset.MANIFEST, smaller, out).read_text())
     assert third["after"]["short_side_max"] == 64
 
 
@@ -142,19 +143,19 @@ def test_a_corrupt_record_gets_one_sentence(prepared, tmp_path):
     blob = bytearray(record.read_bytes())
     blob[len(blob) // 2] ^= 0xFF
     record.write_bytes(bytes(blob))
-    broken = data.load_manifest(copy / data.MANIFEST)
-    with pytest.raises(data.DatasetError, match="corrupt or changed.*re-prepare"):
-        data.verify_manifest(broken)
+    broken = dataset.load_manifest(copy / dataset.MANIFEST)
+    with pytest.raises(dataset.DatasetError, match="corrupt or changed.*re-prepare"):
+        sources.verify(broken)
     (copy / (prepare.RECORD + ".db")).unlink()
-    with pytest.raises(data.DatasetError, match="missing.*re-prepare"):
-        data.verify_manifest(broken)
+    with pytest.raises(dataset.DatasetError, match="missing.*re-prepare"):
+        sources.verify(broken)
 
 
 def test_an_unreadable_record_gets_one_sentence(tmp_path):
     bogus = tmp_path / prepare.RECORD
     bogus.write_bytes(b"not a mindrecord")
     cfg = compose_run_config(["size=smoke"])
-    with pytest.raises(data.DatasetError, match="cannot be read.*re-prepare"):
+    with pytest.raises(dataset.DatasetError, match="cannot be read.*re-prepare"):
         pipeline.create_source(str(bogus), cfg.pipeline, 2)
 
 
@@ -162,7 +163,7 @@ def test_an_unwritable_target_gets_one_sentence(smoke_dataset, tmp_path):
     blocker = tmp_path / "data_root"
     blocker.write_text("a file where the data folder should be")  # unwritable even for root
     settings = prepare.Settings(image_size=32, short_side=None, quality=90)
-    with pytest.raises(data.DatasetError, match="Cannot write the prepared dataset.*data_root"):
+    with pytest.raises(dataset.DatasetError, match="Cannot write the prepared dataset.*data_root"):
         prepare.prepare(smoke_dataset, settings, blocker / "prepared-x")
 
 
@@ -184,6 +185,6 @@ def test_a_changed_source_file_is_reported_not_prepared(smoke_dataset, tmp_path)
     victim = sorted(source.rglob("*.jpg"))[0]
     victim.write_bytes(victim.read_bytes()[:-10] + b"0123456789")
     settings = prepare.Settings(image_size=32, short_side=None, quality=90)
-    with pytest.raises(data.DatasetError, match="differ from its manifest"):
-        prepare.prepare(source / data.MANIFEST, settings, tmp_path / "prepared-x")
+    with pytest.raises(dataset.DatasetError, match="differ from its manifest"):
+        prepare.prepare(source / dataset.MANIFEST, settings, tmp_path / "prepared-x")
     assert not (tmp_path / "prepared-x").exists()

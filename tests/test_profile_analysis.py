@@ -9,7 +9,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from perfstudy import analysis, minddata, timeline
+from perfstudy.decide import analysis
+from perfstudy.measure import minddata, timeline
 
 FIXTURES = Path(__file__).parent / "fixtures" / "cpu_demo"
 
@@ -143,8 +144,8 @@ def test_a_corrupt_profile_is_one_clear_error(run):
 
 
 def test_dataset_profiling_refuses_to_run_beside_autotune(tmp_path, monkeypatch):
-    from perfstudy import profiling
-    from perfstudy.config import compose_run_config
+    from perfstudy.common.config import compose_run_config
+    from perfstudy.measure import profiling
 
     cfg = compose_run_config(["size=smoke", "profiler=light"])
     monkeypatch.setattr(profiling, "_autotune_enabled", lambda: True)
@@ -154,8 +155,8 @@ def test_dataset_profiling_refuses_to_run_beside_autotune(tmp_path, monkeypatch)
 
 
 def test_profiler_off_still_leaves_a_profile_folder_with_its_settings(tmp_path):
-    from perfstudy import profiling
-    from perfstudy.config import compose_run_config
+    from perfstudy.common.config import compose_run_config
+    from perfstudy.measure import profiling
 
     cfg = compose_run_config(["size=smoke", "profiler=off"])
     runner = profiling.RunProfiler(cfg.profiler, tmp_path / "profile", 8, 1)

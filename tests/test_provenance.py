@@ -2,8 +2,8 @@
 
 import pandas as pd
 
-from perfstudy import provenance
-from perfstudy.report import Arm, machines_check
+from perfstudy.common import provenance
+from perfstudy.present.report import Arm, machines_check
 
 
 def test_environment_names_the_host_and_no_job_outside_a_scheduler(monkeypatch):

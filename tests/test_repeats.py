@@ -8,10 +8,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from perfstudy import repeats, report
-from perfstudy.config import ConfigError
-from perfstudy.io import read_json, write_json
-from perfstudy.study import arm_overrides, compose_arm, run_names, split_run
+from perfstudy.common.config import ConfigError
+from perfstudy.common.io import read_json, write_json
+from perfstudy.orchestrate.study import arm_overrides, compose_arm, run_names, split_run
+from perfstudy.present import repeats, report
 
 FIXTURES = Path(__file__).parent / "fixtures" / "cpu_demo"
 WF = {"study": "s", "results": "r", "repeats": 3, "overrides": ["size=smoke"],
@@ -25,8 +25,8 @@ def test_repeats_are_runs_named_after_their_arm_with_their_own_seed():
     cfg = compose_arm(WF, "s", "tuned.r3")
     assert (cfg.arm, cfg.repeat, cfg.run) == ("tuned", 3, "tuned.r3")
     assert cfg.paths.run_dir.endswith("runs/s/tuned.r3")
-    from perfstudy.config import config_hash
-    from perfstudy.train import run_seed
+    from perfstudy.common.config import config_hash
+    from perfstudy.run.train import run_seed
 
     first = compose_arm(WF, "s", "tuned")
     assert config_hash(cfg) == config_hash(first)  # one arm, one config hash

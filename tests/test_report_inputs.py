@@ -9,9 +9,9 @@ import yaml
 from conftest import PYTHON, REPO
 from omegaconf import OmegaConf
 
-from perfstudy.config import config_hash
-from perfstudy.io import read_json, write_json
-from perfstudy.study import compose_arm
+from perfstudy.common.config import config_hash
+from perfstudy.common.io import read_json, write_json
+from perfstudy.orchestrate.study import compose_arm
 
 FIXTURES = Path(__file__).parent / "fixtures" / "cpu_demo"
 

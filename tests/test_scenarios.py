@@ -2,8 +2,8 @@
 
 import pandas as pd
 
-from perfstudy import advisor, scenarios
-from perfstudy.report import Arm
+from perfstudy.decide import advisor, scenarios
+from perfstudy.present.report import Arm
 
 KEY = "pipeline.num_parallel_workers"
 

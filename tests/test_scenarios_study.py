@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 from conftest import REPO, SNAKEMAKE, env_without_mlflow
 
-from perfstudy.io import read_json
+from perfstudy.common.io import read_json
 
 pytestmark = pytest.mark.slow
 

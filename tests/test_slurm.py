@@ -1,6 +1,6 @@
 """The smoke study on a real one-node SLURM cluster, through workflow/profiles/slurm, against a
 PostgreSQL-backed `mlflow server`. One run carries both faults, forced rather than raced: every
-training passes 4 steps, then waits for a file that is never written (perfstudy.transforms.Gate),
+training passes 4 steps, then waits for a file that is never written (perfstudy.run.transforms.Gate),
 under a 2-minute limit (6x the ~20 s a training needs to reach the gate here); the first
 training is cancelled with scancel while it waits, the second runs into its time limit,
 whatever the CPU's speed; each gets one sentence. The next run, with the study's own settings,

@@ -1,5 +1,5 @@
 """The not-steady arithmetic checked against a measurement, on a window unsteady by
-construction: the first batch is held 12 s (perfstudy.transforms.HoldFirst, a per-batch map)
+construction: the first batch is held 12 s (perfstudy.run.transforms.HoldFirst, a per-batch map)
 while a map that waits 200 ms per image (Sleep: 800 ms per batch of 4, whatever the CPU) fills
 the queues before it (~8 or more batches, measured), so the 6 steps of an 8-step smoke window,
 each needing at most ~500 ms of network on a machine half as fast as this one, are served from
@@ -13,14 +13,14 @@ import pandas as pd
 import pytest
 from conftest import PYTHON, REPO
 
-from perfstudy.decision import NOT_STEADY, validity
-from perfstudy.io import read_json
+from perfstudy.common.io import read_json
+from perfstudy.decide.decision import NOT_STEADY, validity
 
 pytestmark = pytest.mark.slow
 MAX_SMOKE_STEPS = 200  # a smoke-size window must not need hundreds of steps
-BUFFERED = ["pipeline.extra_transform=perfstudy.transforms:Sleep",
+BUFFERED = ["pipeline.extra_transform=perfstudy.run.transforms:Sleep",
             "+pipeline.extra_transform_args.milliseconds=200",
-            "pipeline.batch_transform=perfstudy.transforms:HoldFirst",
+            "pipeline.batch_transform=perfstudy.run.transforms:HoldFirst",
             "+pipeline.batch_transform_args.seconds=12"]
 
 

@@ -2,8 +2,8 @@
 
 import pytest
 
-from perfstudy import steptrace
-from perfstudy.steptrace import StepTimes
+from perfstudy.measure import steptrace
+from perfstudy.measure.steptrace import StepTimes
 
 
 def make_steps(gaps_ms, fwd_ms=500.0, tail_ms=50.0, compile_ms=8000.0):

@@ -5,8 +5,8 @@ import json
 import pandas as pd
 import pytest
 
-from perfstudy import tracking
-from perfstudy.config import compose_run_config, flatten, to_container
+from perfstudy.common.config import compose_run_config, flatten, to_container
+from perfstudy.present import tracking
 
 
 def _fake_arm(tmp_path, arm, step_ms=100.0):

@@ -107,7 +107,7 @@ def test_train_by_hand_into_an_unwritable_folder_is_one_sentence():
 
 
 def test_the_sweep_study_fans_out_one_arm_per_worker_count(tmp_path):
-    from perfstudy.provenance import cpu_count
+    from perfstudy.common.provenance import cpu_count
 
     result = snakemake("-n", "--cores", "2", "--config", "study=sweep", workdir=tmp_path)
     assert result.returncode == 0, result.stderr
@@ -117,8 +117,8 @@ def test_the_sweep_study_fans_out_one_arm_per_worker_count(tmp_path):
 
 
 def test_sweep_arms_are_the_sweeps_overrides_plus_the_value():
-    from perfstudy.config import ConfigError
-    from perfstudy.study import arm_overrides, arm_table
+    from perfstudy.common.config import ConfigError
+    from perfstudy.orchestrate.study import arm_overrides, arm_table
 
     wf = {"study": "s", "results": "r", "overrides": ["size=smoke"], "studies": {"s": {
         "arms": {"baseline": ["experiment=baseline"]},
@@ -133,7 +133,7 @@ def test_sweep_arms_are_the_sweeps_overrides_plus_the_value():
 
 
 def test_the_scenarios_study_plans_each_diagnosed_run_and_its_sweep(tmp_path):
-    from perfstudy.provenance import cpu_count
+    from perfstudy.common.provenance import cpu_count
 
     result = snakemake("-n", "--cores", "2", "--config", "study=scenarios", "overrides=[size=smoke]",
                        workdir=tmp_path)
@@ -148,8 +148,8 @@ def test_the_scenarios_study_plans_each_diagnosed_run_and_its_sweep(tmp_path):
 
 
 def test_scenario_arms_carry_their_role_truth_and_key():
-    from perfstudy.config import ConfigError
-    from perfstudy.study import arm_table, compose_arm
+    from perfstudy.common.config import ConfigError
+    from perfstudy.orchestrate.study import arm_table, compose_arm
 
     wf = {"study": "b", "results": "r", "overrides": ["size=smoke"], "studies": {"b": {"scenarios": {
         "slow": {"arm": ["experiment=slow_reader"], "key": "pipeline.reader_workers", "values": [1, 2]},

@@ -7,9 +7,9 @@ from pathlib import Path
 from snakemake.exceptions import WorkflowError
 from snakemake.settings.types import DeploymentMethod
 
-from perfstudy.config import ConfigError, to_container
-from perfstudy.prepare import Settings, prepared_dir
-from perfstudy.study import (arm_overrides, compose_arm, manifest_path, run_names,
+from perfstudy.common.config import ConfigError, to_container
+from perfstudy.data.prepare import Settings, prepared_dir
+from perfstudy.orchestrate.study import (arm_overrides, compose_arm, manifest_path, run_names,
                              source_manifest_path)
 
 RESULTS = config["results"]
@@ -76,7 +76,7 @@ def prepared_params(wildcards):
 def claims_input(wildcards):
     """The study's claims file (its `claims:` key, else workflow/claims/<study>.yaml when it
     exists): an input, so editing a claim rebuilds the report; [] without one."""
-    from perfstudy.claims import claims_path
+    from perfstudy.decide.claims import claims_path
 
     path = claims_path(wildcards.study, config["studies"][wildcards.study].get("claims"),
                        workflow.basedir)
@@ -94,7 +94,7 @@ def study_outputs():
 
 def tracking_uri_hint():
     """The store the tracking rules write to, for the closing message."""
-    from perfstudy.tracking import resolve_uri
+    from perfstudy.present.tracking import resolve_uri
 
     return resolve_uri(ARM_CONFIGS[ARMS[0]].tracking.uri, RESULTS)
 
@@ -102,8 +102,8 @@ def tracking_uri_hint():
 def closing_message():
     """What a finished run prints: the scorecard's answer, the report, and where MLflow's UI
     shows the runs (the Model training view: MLflow 3 otherwise opens its GenAI overview)."""
-    from perfstudy.io import read_json
-    from perfstudy.tracking import ui_hint
+    from perfstudy.common.io import read_json
+    from perfstudy.present.tracking import ui_hint
 
     folder = Path(RESULTS, "report", STUDY)  # (`report` is a Snakemake keyword)
     lines = [""]

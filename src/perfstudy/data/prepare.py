@@ -30,7 +30,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from perfstudy.data import (
+from perfstudy.data.dataset import (
     MANIFEST,
     DatasetError,
     _sha256_file,

@@ -21,8 +21,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from perfstudy.io import write_text_atomic
-from perfstudy.profiling import OPS_DIR
+from perfstudy.common.io import write_text_atomic
+from perfstudy.measure.profiling import OPS_DIR
 
 DISAGREEMENT = 0.10  # median relative step-time difference above which the report says so
 TIMELINE_COLUMNS = ["tl_step", "compute_start_s", "bwd_end_s", "update_end_s", "tl_gap_ms",

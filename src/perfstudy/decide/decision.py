@@ -8,7 +8,7 @@ MLflow tags, the study's parent run) presents what `decide` returns; nothing els
   issued, and the answer says how many steps would drain the buffer (buffered batches / the
   deficit per step), and nothing else names a setting: the advisor's pick is then kept for
   information only (perfstudy.diagnosis.label_advice).
-* The setting comes from the what-if model (perfstudy.advisor): the cheapest setting of every
+* The setting comes from the what-if model (perfstudy.decide.advisor): the cheapest setting of every
   sized operator within 5 % of the best predicted step. "No setting helps" is said only when
   the model predicts less than 5 % gain at every setting up to the CPU count, with the
   numbers it rests on; a busy-CPU reading alone never decides it.
@@ -24,8 +24,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from perfstudy.advisor import COMPUTES, MP, describe_settings, predict
-from perfstudy.prepare import Settings, bounded_megapixels
+from perfstudy.data.prepare import Settings, bounded_megapixels
+from perfstudy.decide.advisor import COMPUTES, describe_settings, predict
+from perfstudy.run.settings import MP
 
 NOT_STEADY = 0.92  # steady step / floor below this: the window was not steady
 DECODE_OPS = ("Decode", "RandomCropDecodeResize", "DecodeVideo")
@@ -58,7 +59,7 @@ def validity(summary: dict[str, Any], compute_ms: float) -> dict[str, Any]:
     calibration's 2-3 network-alone steps read up to 20 % slower than them at `smoke` size
     (noise of a few steps), which would call steady windows unsteady.
     Steps to a steady window: the batches buffered at the window's start drain at
-    1 - compute/floor of a batch per step; the drain rule (perfstudy.steptrace) then needs the
+    1 - compute/floor of a batch per step; the drain rule (perfstudy.measure.steptrace) then needs the
     drained steps to be at most half of the run, and at least 10 steady steps after them.
     """
     floors = {"input": summary.get("input_floor_ms")}
@@ -103,7 +104,7 @@ def culprit_kind(stage: dict[str, Any] | None) -> str | None:
 
 def prepared_prediction(advice: dict[str, Any], summary: dict[str, Any]) -> dict[str, Any] | None:
     """The step this arm's pipeline is predicted to take on its source prepared at the bounded
-    resolution (perfstudy.prepare), at every setting the model tried: the decoding stage's
+    resolution (perfstudy.data.prepare), at every setting the model tried: the decoding stage's
     measured cost scaled by megapixels (decode cost is per pixel), the rest as measured.
     None when nothing decodes or the source is already within the bound."""
     data = summary.get("dataset") or {}

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from perfstudy.profiling import DATASET_DIR, META_FILE
+from perfstudy.measure.profiling import DATASET_DIR, META_FILE
 
 QUEUE_COLUMNS = ["time_s", "op_id", "op_type", "label", "size", "capacity"]
 # what pipeline.json adds per operator: the config key sizing it, Python code, processes

@@ -19,8 +19,9 @@ from typing import Any
 
 import pandas as pd
 
-from perfstudy import diagnosis, minddata, timeline
-from perfstudy.io import read_json, write_csv, write_json
+from perfstudy.common.io import read_json, write_csv, write_json
+from perfstudy.decide import diagnosis
+from perfstudy.measure import minddata, timeline
 
 log = logging.getLogger(__name__)
 

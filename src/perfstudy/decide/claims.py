@@ -26,10 +26,10 @@ from typing import Any
 import pandas as pd
 import yaml
 
-from perfstudy import remedy, scaling
-from perfstudy.advisor import predict
-from perfstudy.config import ConfigError
-from perfstudy.diagnosis import verdict_label
+from perfstudy.common.config import ConfigError
+from perfstudy.decide import pick, remedy
+from perfstudy.decide.advisor import predict
+from perfstudy.decide.diagnosis import verdict_label
 
 KEYS = {"id", "claim", "source", "metric", "arm", "against", "at_least", "at_most", "equals",
         "published", "note"}
@@ -91,11 +91,11 @@ def _speedup_of_allowed(claim, arms, prepared):
 def _prediction_error(claim, arms, _prepared):
     arm = _arm(arms, claim["arm"])
     source = (_arm(arms, claim["against"], "predicting arm") if claim.get("against")
-              else scaling.source_arm(list(arms.values())))
+              else pick.source_arm(list(arms.values())))
     advice = ((source.diagnosis or {}).get("advisor") if source is not None else None)
     if not advice:
         raise Unmeasured("no arm's diagnosis has an advisor model to predict from")
-    predicted = predict(advice, scaling.settings(arm))["step_ms"]
+    predicted = predict(advice, pick.settings(arm))["step_ms"]
     measured = arm.summary["steady_step_ms"]
     return abs(predicted - measured) / measured, (
         f"predicted from {source.name} {predicted:.0f} ms, measured {measured:.0f} ms "
@@ -103,7 +103,7 @@ def _prediction_error(claim, arms, _prepared):
 
 
 def _advisor_pick(claim, arms, _prepared):
-    check = scaling.pick_check(list(arms.values()))
+    check = pick.pick_check(list(arms.values()))
     if check is None:
         raise Unmeasured("no arm's diagnosis has an advisor model")
     if check.get("no_verdict"):

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from perfstudy.advisor import MP, predict
+from perfstudy.decide.advisor import predict
+from perfstudy.run.settings import MP
 
 SWEEP_MATTERS = 0.10
 PICK_TARGET = 0.10

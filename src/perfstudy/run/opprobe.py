@@ -27,8 +27,8 @@ import mindspore.dataset as ds
 import numpy as np
 import psutil
 
-from perfstudy.pipeline import SlowReader
-from perfstudy.transforms import load_transform
+from perfstudy.run.pipeline import SlowReader
+from perfstudy.run.transforms import load_transform
 
 log = logging.getLogger(__name__)
 

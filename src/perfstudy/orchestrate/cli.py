@@ -8,9 +8,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from perfstudy.config import ConfigError
-from perfstudy.data import DatasetError
-from perfstudy.io import OutputError
+from perfstudy.common.config import ConfigError
+from perfstudy.common.io import OutputError
+from perfstudy.data.dataset import DatasetError
 
 USER_ERRORS: tuple[type[BaseException], ...] = (ConfigError, DatasetError, FloatingPointError,
                                                  OutputError)

@@ -11,10 +11,10 @@ from typing import Any
 
 from omegaconf import DictConfig
 
-from perfstudy.config import ConfigError, compose_run_config
-from perfstudy.data import MANIFEST, dataset_dir
-from perfstudy.prepare import Settings, prepared_dir
-from perfstudy.provenance import cpu_count
+from perfstudy.common.config import ConfigError, compose_run_config
+from perfstudy.common.provenance import cpu_count
+from perfstudy.data.dataset import MANIFEST, dataset_dir
+from perfstudy.data.prepare import Settings, prepared_dir
 
 
 def study_spec(wf_config: dict[str, Any], study: str | None = None) -> dict[str, Any]:

@@ -17,8 +17,8 @@ from typing import Any
 
 import pandas as pd
 
-from perfstudy.advisor import WELL_FILLED, advise, held_up
-from perfstudy.decision import decide
+from perfstudy.decide.advisor import WELL_FILLED, advise, held_up
+from perfstudy.decide.decision import decide
 
 HIGHLY_INPUT_BOUND = 0.20
 MODERATELY_INPUT_BOUND = 0.05

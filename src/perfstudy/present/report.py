@@ -14,10 +14,15 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from perfstudy import claims, remedy, repeats, scaling, scenarios  # noqa: E402
-from perfstudy.diagnosis import input_bound_band, verdict_label  # noqa: E402
-from perfstudy.figstyle import legend_below  # noqa: E402
-from perfstudy.io import read_json, read_table, write_csv, write_json, write_text_atomic  # noqa: E402
+from perfstudy.common.io import read_json, read_table, write_csv, write_json, write_text_atomic  # noqa: E402
+from perfstudy.decide import (
+    claims,
+    remedy,
+    scenarios,  # noqa: E402
+)
+from perfstudy.decide.diagnosis import input_bound_band, verdict_label  # noqa: E402
+from perfstudy.present import repeats, scaling
+from perfstudy.present.figstyle import legend_below  # noqa: E402
 
 # The case study's table (CASE_STUDY.md): ResNet50, batch 32, accelerator, MindInsight.
 PUBLISHED = {

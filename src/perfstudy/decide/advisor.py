@@ -2,7 +2,7 @@
 
 Every operator whose workers a config key sets (the article's map, a map of your own, a
 per-batch map, the reader) is a stage with its own cost, measured in this run:
-* a Python operator: its probe (perfstudy.opprobe) ran it alone at 1..CPUs workers, in
+* a Python operator: its probe (perfstudy.run.opprobe) ran it alone at 1..CPUs workers, in
   threads and in processes: its stage time and CPU per batch are read off those points;
 * any other operator: the MindData profile's CPU per batch (the op's CPU % x the profiled
   step) and how busy each worker is. A worker busier than half a core computes: its stage
@@ -39,13 +39,13 @@ from typing import Any
 
 import pandas as pd
 
+from perfstudy.run.settings import MP, PRIMARY_KEY
+
 WITHIN_BEST = 0.05
 COMPUTES = 0.5  # a worker busier than half a core computes; below, it mostly waits
 MAX_SETTINGS = 4096
-PRIMARY_KEY = "pipeline.num_parallel_workers"
 WELL_FILLED = 0.50  # the queue rule's thresholds (queue usage = mean size / capacity)
 NEAR_EMPTY = 0.10
-MP = ":multiprocessing"  # suffix of a settings key: the map runs in processes
 ANCHOR_RANGE = (0.5, 2.0)  # calibration / profile pace ratios accepted as the same stage
 LEVEL_RANGE = (0.67, 1.5)  # measured / modelled step at the run's own setting, as applied
 

@@ -302,15 +302,6 @@ def load_manifest(path: str | Path) -> dict[str, Any]:
     return manifest
 
 
-def training_source(manifest: dict[str, Any]) -> str:
-    """What the pipeline reads: the ImageFolder, or a prepared dataset's MindRecord file."""
-    if manifest.get("source") == "prepared":
-        from perfstudy.prepare import record_path
-
-        return record_path(manifest)
-    return str(manifest["root"])
-
-
 def _file_identity(path: Path, user: bool) -> str:
     if user:  # the same identity scan_user_folder records
         stat = path.stat()
@@ -323,12 +314,12 @@ def verify_manifest(manifest: dict[str, Any]) -> None:
 
     Generated data is checked by sha256 (~1 s per 600 MB), a user's folder by size and
     modification time (its identity). Raises DatasetError naming the first difference, so
-    a changed dataset is reported instead of silently trained on.
+    a changed dataset is reported instead of silently trained on. (A prepared dataset's
+    manifest: perfstudy.data.sources.verify.)
     """
     if manifest.get("source") == "prepared":
-        from perfstudy.prepare import verify
-
-        return verify(manifest)
+        raise DatasetError(f"{manifest.get('root')} is a prepared dataset: verify it with "
+                           "perfstudy.data.sources.verify, which checks its record file.")
     root = Path(manifest["root"])
     user = manifest.get("source") == "user"
     listed = {entry["path"]: entry for entry in manifest.get("files", [])}

@@ -13,10 +13,10 @@ import mindspore.dataset as ds
 import numpy as np
 from mindspore.dataset import vision
 
-from perfstudy.data import DatasetError
-from perfstudy.prepare import CROP_RATIO, CROP_SCALE
-from perfstudy.provenance import cpu_count
-from perfstudy.transforms import load_transform
+from perfstudy.common.provenance import cpu_count
+from perfstudy.data.dataset import DatasetError
+from perfstudy.data.prepare import CROP_RATIO, CROP_SCALE
+from perfstudy.run.transforms import load_transform
 
 log = logging.getLogger(__name__)
 

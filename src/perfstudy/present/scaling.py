@@ -17,38 +17,10 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
-from perfstudy.advisor import PRIMARY_KEY, predict  # noqa: E402
-from perfstudy.figstyle import legend_below  # noqa: E402
-
-TARGET = 0.10  # the recommended setting's measured step should be within 10 % of the best
-
-
-def source_arm(arms: list) -> Any | None:
-    """The arm whose advisor speaks for the study: the baseline, else the first advised one.
-    None in a diagnosis benchmark: its arms run different pipelines, each scored against its
-    own sweep (perfstudy.scenarios), so no one arm predicts them all."""
-    if any(a.summary.get("scenario") for a in arms):
-        return None
-    advised = [a for a in arms if (a.diagnosis or {}).get("advisor")]
-    return next((a for a in advised if a.name == "baseline"), advised[0] if advised else None)
-
-
-def _fixed(arms: list, source=None) -> list:
-    """Arms that ran one worker count throughout (not AutoTune, which changes it as it goes)
-    on the source arm's data (a prepared arm reads other data: its own prediction is in
-    perfstudy.remedy)."""
-    data = source.summary.get("dataset_sha256") if source is not None else None
-    return [a for a in arms if not a.summary.get("autotune")
-            and (data is None or a.summary.get("dataset_sha256") == data)]
-
-
-def _workers(arm) -> int:
-    return int(arm.summary["num_parallel_workers"]["effective"])
-
-
-def settings(arm) -> dict[str, Any]:
-    """The arm's sized operators as the advisor names them (older runs: the article's map)."""
-    return arm.summary.get("operator_settings") or {PRIMARY_KEY: _workers(arm)}
+from perfstudy.decide.advisor import predict  # noqa: E402
+from perfstudy.decide.pick import arm_workers, fixed_arms, pick_check, settings, source_arm  # noqa: E402
+from perfstudy.present.figstyle import legend_below  # noqa: E402
+from perfstudy.run.settings import PRIMARY_KEY  # noqa: E402
 
 
 def _counts(advice: dict[str, Any]) -> list[int]:
@@ -62,15 +34,15 @@ def whatif_table(arms: list) -> pd.DataFrame:
         return pd.DataFrame()
     advice = source.diagnosis["advisor"]
     rows = []
-    for arm in _fixed(arms, source):  # AutoTune has no single worker count to predict
+    for arm in fixed_arms(arms, source):  # AutoTune has no single worker count to predict
         predicted = predict(advice, settings(arm))
         measured = arm.summary["steady_step_ms"]
-        rows.append({"arm": arm.name, "map workers": _workers(arm),
+        rows.append({"arm": arm.name, "map workers": arm_workers(arm),
                      "measured step (ms)": round(measured),
                      "predicted step (ms)": round(predicted["step_ms"]),
                      "error": f"{100 * (predicted['step_ms'] - measured) / measured:+.1f} %",
                      "predicted pace": predicted["binding"]})
-    ran = {_workers(a) for a in _fixed(arms, source)}
+    ran = {arm_workers(a) for a in fixed_arms(arms, source)}
     for workers in _counts(advice):
         if workers not in ran:
             row = predict(advice, {PRIMARY_KEY: workers})
@@ -78,32 +50,6 @@ def whatif_table(arms: list) -> pd.DataFrame:
                          "predicted step (ms)": round(row["step_ms"]), "error": "",
                          "predicted pace": row["binding"]})
     return pd.DataFrame(rows)
-
-
-def pick_check(arms: list) -> dict[str, Any] | None:
-    """The source arm's recommended setting against the best measured arm (None without an
-    advisor). Without a verdict (its window was not steady) nothing was recommended: the check
-    says so (`no_verdict`) and compares nothing."""
-    source = source_arm(arms)
-    if source is None:
-        return None
-    answer = source.diagnosis.get("recommendation") or {}
-    fixed = _fixed(arms, source)
-    best = min(fixed, key=lambda a: a.summary["steady_step_ms"])
-    result = {"source": source.name, "best_arm": best.name, "best_workers": _workers(best),
-              "best_step_ms": best.summary["steady_step_ms"]}
-    if answer.get("action") == "not_steady":
-        return {**result, "no_verdict": answer.get("sentence", "the window was not steady"),
-                "recommended_workers": None}
-    settings = answer.get("settings") or source.diagnosis["advisor"]["pick"]
-    workers = int(settings.get(PRIMARY_KEY, _workers(source)))
-    result["recommended_workers"] = workers
-    picked = [a for a in fixed if _workers(a) == workers]
-    if picked:
-        step = min(a.summary["steady_step_ms"] for a in picked)
-        result.update(picked_step_ms=step, picked_vs_best=step / best.summary["steady_step_ms"] - 1,
-                      within_target=step <= best.summary["steady_step_ms"] * (1 + TARGET))
-    return result
 
 
 def advisor_lines(arms: list) -> list[str]:
@@ -139,7 +85,7 @@ def autotune_lines(arms: list, check: dict[str, Any]) -> list[str]:
             continue
         step = arm.summary["steady_step_ms"]
         chosen = tuned.get("map_workers")
-        line = (f"{arm.name}: Dataset AutoTune, started from {_workers(arm)} map worker(s), "
+        line = (f"{arm.name}: Dataset AutoTune, started from {arm_workers(arm)} map worker(s), "
                 + (f"ended with {chosen} map worker(s)" if chosen else "saved no setting")
                 + f"; steady step {step:.0f} ms over the whole run (it tunes while the steps run), "
                 f"{100 * (step / check['best_step_ms'] - 1):+.1f} % against the fastest fixed "
@@ -147,7 +93,7 @@ def autotune_lines(arms: list, check: dict[str, Any]) -> list[str]:
         manual = next((a for a in arms if a.name == "tuned"), None)
         if manual is not None:  # the case study's manual fix, when the study has it
             line += (f", {100 * (step / manual.summary['steady_step_ms'] - 1):+.1f} % against the "
-                     f"manual tuned arm ({_workers(manual)} worker(s))")
+                     f"manual tuned arm ({arm_workers(manual)} worker(s))")
         if "picked_step_ms" in check:
             line += f" and {100 * (step / check['picked_step_ms'] - 1):+.1f} % against the advisor's pick"
         lines.append(line + (f"; its configuration: {Path(tuned['config_file']).name}"
@@ -158,19 +104,19 @@ def autotune_lines(arms: list, check: dict[str, Any]) -> list[str]:
 def figure_scaling(arms: list, path: Path) -> Path | None:
     """Steady step (measured points, predicted line) and measured gap share against workers."""
     source = source_arm(arms)
-    fixed = _fixed(arms, source)
-    if source is None or len({_workers(a) for a in fixed}) < 2:
+    fixed = fixed_arms(arms, source)
+    if source is None or len({arm_workers(a) for a in fixed}) < 2:
         return None
     advice = source.diagnosis["advisor"]
-    counts = sorted({*(_workers(a) for a in fixed), *_counts(advice)})
+    counts = sorted({*(arm_workers(a) for a in fixed), *_counts(advice)})
     fig, ax = plt.subplots(figsize=(6.4, 4.2), layout="constrained")
     ax.plot(counts, [predict(advice, {PRIMARY_KEY: w})["step_ms"] for w in counts], "--", color="#7f7f7f",
             label=f"predicted from {source.name}")
-    points = sorted(fixed, key=_workers)
-    ax.plot([_workers(a) for a in points], [a.summary["steady_step_ms"] for a in points], "o",
+    points = sorted(fixed, key=arm_workers)
+    ax.plot([arm_workers(a) for a in points], [a.summary["steady_step_ms"] for a in points], "o",
             color="#1f77b4", label="measured steady step")
     for arm in points:
-        ax.annotate(arm.name, (_workers(arm), arm.summary["steady_step_ms"]), fontsize=7,
+        ax.annotate(arm.name, (arm_workers(arm), arm.summary["steady_step_ms"]), fontsize=7,
                     xytext=(4, 4), textcoords="offset points")
     for arm in arms:
         if arm.summary.get("autotune"):
@@ -181,7 +127,7 @@ def figure_scaling(arms: list, path: Path) -> Path | None:
     ax.set_ylabel("steady step (ms)")
     ax.set_ylim(bottom=0)
     share = ax.twinx()
-    share.plot([_workers(a) for a in points], [100 * a.summary["gap_share"] for a in points], "s:",
+    share.plot([arm_workers(a) for a in points], [100 * a.summary["gap_share"] for a in points], "s:",
                color="#d62728", label="measured gap share")
     share.set_ylabel("gap share (%)", color="#d62728")
     share.set_ylim(0, 100)

@@ -25,7 +25,7 @@ from typing import Any
 
 import pandas as pd
 
-from perfstudy.diagnosis import verdict_label
+from perfstudy.decide.diagnosis import verdict_label
 
 TAG = "perfstudy."
 MAX_PARAMS_PER_CALL = 100
@@ -126,7 +126,7 @@ def study_instance(folder: str | Path) -> str:
     Runs are found again by it, so another folder logging the same study to the same
     store never updates, replaces or deletes this folder's runs.
     """
-    from perfstudy.io import write_text_atomic
+    from perfstudy.common.io import write_text_atomic
 
     path = Path(folder) / "instance_id"
     if path.is_file() and path.read_text().strip():
@@ -251,7 +251,7 @@ def run_description(summary: dict[str, Any], diagnosis: dict[str, Any] | None) -
 
 def scorecard_tags(card: dict[str, Any]) -> dict[str, str]:
     """The study's claims as parent-run tags (one per claim) and its description (the table)."""
-    from perfstudy.claims import markdown
+    from perfstudy.decide.claims import markdown
 
     tags = {f"{TAG}claims": card["headline"],
             "mlflow.note.content": (markdown(card) if card["claims"] else card["headline"])

@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from perfstudy.io import write_json
+from perfstudy.common.io import write_json
 
 log = logging.getLogger(__name__)
 

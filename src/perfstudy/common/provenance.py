@@ -11,7 +11,7 @@ import sys
 from importlib import metadata
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[3]
 KEY_PACKAGES = ("mindspore", "snakemake", "mlflow", "pandas", "hydra-core", "numpy", "pillow")
 
 

@@ -21,14 +21,16 @@ import pandas as pd
 from mindspore import nn, ops
 from mindspore.dataset import config as ds_config
 
-from perfstudy import autotune, opprobe, pipeline, prepare, steptrace
-from perfstudy import config as config_mod
-from perfstudy import data as data_mod
-from perfstudy.advisor import MP
-from perfstudy.io import check_writable, write_csv, write_json
-from perfstudy.model import create_loss, create_model, create_optimizer
-from perfstudy.profiling import RunProfiler, extra_steps
-from perfstudy.provenance import environment, full_environment, git_state, mindspore_build
+from perfstudy.common import config as config_mod
+from perfstudy.common.io import check_writable, write_csv, write_json
+from perfstudy.common.provenance import environment, full_environment, git_state, mindspore_build
+from perfstudy.data import dataset as data_mod
+from perfstudy.data import prepare, sources
+from perfstudy.measure import steptrace
+from perfstudy.measure.profiling import RunProfiler, extra_steps
+from perfstudy.run import autotune, opprobe, pipeline
+from perfstudy.run.model import create_loss, create_model, create_optimizer
+from perfstudy.run.settings import operator_settings
 
 REPEAT_SEED_STRIDE = 10
 log = logging.getLogger(__name__)
@@ -171,17 +173,6 @@ def queue_capacity_batches(nodes: list[dict], batch_size: int) -> float:
     return total
 
 
-def operator_settings(nodes: list[dict]) -> dict[str, Any]:
-    """Workers (and processes) per sized operator, as the advisor's settings name them."""
-    settings: dict[str, Any] = {}
-    for node in nodes:
-        if node.get("config_key"):
-            settings[node["config_key"]] = node.get("num_parallel_workers") or 1
-            if node.get("multiprocessing"):
-                settings[node["config_key"] + MP] = True
-    return settings
-
-
 def train_loop(step: TrainStep, dataset, steps: int, batch_size: int, log_every: int,
                profiler: RunProfiler | None = None,
                first_index: int = 0) -> tuple[list[steptrace.StepTimes], tuple]:
@@ -302,8 +293,8 @@ def run(cfg, manifest_path: str | Path | None = None) -> dict[str, Any]:
             f"data.prepared is {cfg.data.prepared} but {manifest_path} describes "
             f"{'a prepared' if manifest.get('source') == 'prepared' else 'a source'} dataset; "
             "pass the manifest of the dataset the config names (the DAG does).")
-    data_mod.verify_manifest(manifest)  # a changed file is reported, never trained on silently
-    source = data_mod.training_source(manifest)
+    sources.verify(manifest)  # a changed file is reported, never trained on silently
+    source = sources.training_source(manifest)
     workers = pipeline.resolve_workers(cfg.pipeline.num_parallel_workers,
                                        cfg.pipeline.global_default_workers)
     log.info("study %s arm %s: %d images in %d classes at %s; map workers requested %s, "

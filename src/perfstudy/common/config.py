@@ -19,7 +19,7 @@ from hydra.errors import HydraException
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import ConfigKeyError, OmegaConfBaseException
 
-CONF_DIR = Path(__file__).resolve().parents[2] / "conf"
+CONF_DIR = Path(__file__).resolve().parents[3] / "conf"
 
 
 class ConfigError(ValueError):
@@ -75,7 +75,7 @@ class PipelineConfig:
     drop_remainder: bool = True
     # An extra map after the article's, for a transform of your own ("module:Class",
     # built with extra_transform_args, applied to each image). The diagnosis then says
-    # whether it is the slow operator. perfstudy.transforms:Sleep is a stand-in for one.
+    # whether it is the slow operator. perfstudy.run.transforms:Sleep is a stand-in for one.
     extra_transform: str = ""
     extra_transform_args: dict[str, Any] = field(default_factory=dict)
     # None: map() without num_parallel_workers (MindSpore's process default).
@@ -249,7 +249,7 @@ def _one_sentence(exc: BaseException) -> str:
     if isinstance(cause, ConfigKeyError) or "not in struct" in first or (
             first.startswith("Key '") and " not in " in first):
         return (f"Unknown config key '{full_key or first}': check its spelling against "
-                "src/perfstudy/config.py, or print the valid keys with "
+                "src/perfstudy/common/config.py, or print the valid keys with "
                 "`python scripts/train.py --print-config`.")
     if full_key:
         return f"Bad value for config key '{full_key}': {first}; fix it in conf/ or in the override."
@@ -303,7 +303,7 @@ def validate(cfg: DictConfig) -> None:
         spec = cfg.pipeline[key]
         if spec and (":" not in spec or spec.startswith(":") or spec.endswith(":")):
             raise ConfigError(f"pipeline.{key} is {spec!r}; use 'module:Callable', "
-                              "e.g. perfstudy.transforms:Sleep.")
+                              "e.g. perfstudy.run.transforms:Sleep.")
     for key in ("extra_transform_workers", "batch_transform_workers", "reader_workers"):
         value = cfg.pipeline[key]
         if value is not None and value <= 0:
