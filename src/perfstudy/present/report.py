@@ -15,13 +15,10 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from perfstudy.common.io import read_json, read_table, write_csv, write_json, write_text_atomic  # noqa: E402
-from perfstudy.decide import (
-    claims,
-    remedy,
-    scenarios,  # noqa: E402
-)
+from perfstudy.decide import claims, remedy, scenarios  # noqa: E402
+from perfstudy.decide.decision import describe_changes  # noqa: E402
 from perfstudy.decide.diagnosis import input_bound_band, verdict_label  # noqa: E402
-from perfstudy.present import repeats, scaling
+from perfstudy.present import repeats, scaling  # noqa: E402
 from perfstudy.present.figstyle import legend_below  # noqa: E402
 
 # The case study's table (CASE_STUDY.md): ResNet50, batch 32, accelerator, MindInsight.
@@ -76,6 +73,52 @@ def verdict(arm: Arm, baseline: Arm | None) -> str:
         return f"{head}. {arm.diagnosis['headline']} {arm.diagnosis['recommendation']['sentence']}"
     return (f"{head}; its binding floor is {s['binding_floor']} ({s['floor_ms']:.0f} ms, reached at "
             f"{s['steady_vs_floor']:.2f}x); run the analyze rule for a diagnosis.")
+
+
+# What to do when no worker setting helps, by the kind of the culprit (decision.culprit_kind);
+# the full remedy, with its numbers, is in the reasoning one click away.
+REMEDY_WORDS = {"decode": "decode less (data.prepared=true)", "python": "vectorise it or make it a C++ op",
+                "waits": "fetch asynchronously or cache", "computes": "cheaper transforms or more cores"}
+MAX_VERDICT_WORDS = 40
+
+
+def _short_label(label: str) -> str:
+    """'Map #2 [RandomCropDecodeResize, RandomHorizontalFlip, ...]' -> 'Map #2 [RandomCropDecodeResize, …]'."""
+    head, bracket, rest = label.partition(" [")
+    if not bracket:
+        return label
+    ops = rest.rstrip("]").split(", ")
+    return f"{head} [{ops[0]}{', …' if len(ops) > 1 else ''}]"
+
+
+def verdict_line(arm: Arm, baseline: Arm | None) -> str:
+    """The arm's answer in one line (at most 40 words): verdict, culprit, what to do, the gain
+    predicted for it, and the step measured. It presents decision.decide's answer, nothing else."""
+    d, s = arm.diagnosis, arm.summary
+    rec = d["recommendation"]
+    parts = [verdict_label(d["bound"])]
+    if rec.get("culprit_label"):
+        parts.append(f"culprit {_short_label(rec['culprit_label'])}")
+    action, kind = rec["action"], rec.get("culprit_kind")
+    prepared = rec.get("prepared_prediction")
+    if action == "set_workers":
+        parts.append(f"do: set {describe_changes(rec['changes'], d['advisor'])}")
+        parts.append(f"predicted {rec['predicted_now_ms']:.0f} → {rec['predicted_step_ms']:.0f} ms "
+                     f"({1 + rec['predicted_gain']:.2f}x)")
+    elif action == "not_steady":
+        needed = (rec.get("validity") or {}).get("steps_needed")
+        parts.append(f"do: run trainer.steps >= {needed}" if needed else "do: run more trainer.steps")
+    else:
+        decode = kind == "decode" or any(str(r).startswith("decode less") for r in rec.get("remedies", []))
+        todo = ("no worker setting helps; " if action == "cannot_help" else "keep the settings; ") + (
+            REMEDY_WORDS["decode"] if decode else REMEDY_WORDS.get(kind, "more cores or an accelerator"))
+        parts.append(f"do: {todo}")
+        if decode and prepared:
+            parts.append(f"predicted {prepared['now']:.0f} ms prepared")
+    measured = f"measured {s['steady_step_ms']:.0f} ms"
+    if baseline is not None and arm is not baseline:
+        measured += f", {baseline.summary['steady_step_ms'] / s['steady_step_ms']:.2f}x the baseline"
+    return f"{arm.name}: " + "; ".join([*parts, measured]) + "."
 
 
 def comparison_table(arms: list[Arm]) -> pd.DataFrame:
@@ -435,19 +478,14 @@ def build(study: str, runs: list[Arm], out_dir: str | Path,
     if not prepared.empty:
         paths["prepared"] = write_csv(out / "prepared.csv", prepared)
     unlike = machines_check(arms)
-    verdicts = [unlike] if unlike else []
+    verdicts: list[tuple[str, str | None]] = [(unlike, None)] if unlike else []
     for arm in arms:
-        line = verdict(arm, baseline)
-        if arm.diagnosis:
-            speed = ""
-            if baseline is not None and arm is not baseline:
-                speed = (f" Speed: {baseline.summary['steady_step_ms'] / arm.summary['steady_step_ms']:.2f}x"
-                         f" the baseline's ({arm.summary['steady_step_ms']:.0f} vs "
-                         f"{baseline.summary['steady_step_ms']:.0f} ms per steady step).")
-            line = (f"{arm.name} ({_workers_text(arm.summary)}): {arm.diagnosis['headline']} "
-                    f"{arm.diagnosis['recommendation']['sentence']}{remedy.quote(arm, prepared)}"
-                    f"{speed}")
-        verdicts.append(line)
+        if not arm.diagnosis:  # not analysed: the measured floor only, no advice
+            verdicts.append((verdict(arm, baseline), None))
+            continue
+        why = (f"{_workers_text(arm.summary)}. {arm.diagnosis['headline']} "
+               f"{arm.diagnosis['recommendation']['sentence']}{remedy.quote(arm, prepared)}")
+        verdicts.append((verdict_line(arm, baseline), why))
     exclusions = [f"{a.name}: {a.summary['steps_measured']} measured, excluded "
                   f"{a.summary['steps_excluded_by_phase']}; {a.summary['drain_rule']}" for a in arms]
     bench, bench_points = scenarios.score(runs)  # every repeat: the sweep's medians
@@ -492,7 +530,7 @@ def build(study: str, runs: list[Arm], out_dir: str | Path,
     for title, table_ in benchmark:
         doc.section(title, table_)
     doc.figure("Where a step's time goes, per arm", paths["fig_breakdown"], open_=True)
-    doc.section("Verdicts", verdicts)
+    doc.verdicts("Verdicts", verdicts)
     doc.heading("Details")
     for title, content in details:
         if content is not None:  # an optional section with nothing to say
@@ -535,6 +573,8 @@ STYLE = ("body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0
          "td.fail{background:#f8d0d0}td.na{background:#eee;color:#555}"
          "details{margin:.4em 0;border-top:1px solid #ddd;padding-top:.3em}"
          "summary{cursor:pointer;font-weight:bold;font-size:105%}.note{color:#555}"
+         "details.why{border:0;padding:0;margin:0 0 .3em}details.why summary{font-weight:normal;"
+         "font-size:90%;color:#555}"
          "td{overflow-wrap:anywhere}table.scorecard td:nth-child(2){min-width:18em}"
          "table.scorecard td:last-child{color:#555;font-size:90%}")
 
@@ -569,6 +609,21 @@ class _Document:
             inner += _html_table(content, css)
         self.body.append(f"<details><summary>{html.escape(title)}</summary>{inner}</details>"
                          if collapsed else f"<h2>{html.escape(title)}</h2>{inner}")
+
+    def verdicts(self, title: str, items: list[tuple[str, str | None]]) -> None:
+        """One line per arm, its reasoning one click away (<details class='why'>; in Markdown, the
+        line's sub-item)."""
+        self.md += [f"## {title}", ""]
+        inner = []
+        for line, why in items:
+            self.md.append(f"- {line}")
+            if why:
+                self.md.append(f"  - why: {why}")
+            inner.append(f"<li>{html.escape(line)}" + (
+                f"<details class='why'><summary>why</summary>{html.escape(why)}</details>" if why else "")
+                + "</li>")
+        self.md.append("")
+        self.body.append(f"<h2>{html.escape(title)}</h2><ul>{''.join(inner)}</ul>")
 
     def figure(self, title: str, path: Path, *, open_: bool = False) -> None:
         self.md += [f"{'##' if open_ else '###'} {title}", "", f"![{title}](figures/{path.name})", ""]

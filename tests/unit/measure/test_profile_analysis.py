@@ -4,15 +4,15 @@ trace and the diagnosis the article's author reached by hand."""
 
 import json
 import shutil
-from pathlib import Path
 
 import pandas as pd
 import pytest
+from conftest import REPO
 
 from perfstudy.decide import analysis
 from perfstudy.measure import minddata, timeline
 
-FIXTURES = Path(__file__).parent / "fixtures" / "cpu_demo"
+FIXTURES = REPO / "tests" / "fixtures" / "cpu_demo"
 
 
 @pytest.fixture

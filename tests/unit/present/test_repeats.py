@@ -2,18 +2,18 @@
 
 import copy
 import shutil
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import REPO
 
 from perfstudy.common.config import ConfigError
 from perfstudy.common.io import read_json, write_json
 from perfstudy.orchestrate.study import arm_overrides, compose_arm, run_names, split_run
 from perfstudy.present import repeats, report
 
-FIXTURES = Path(__file__).parent / "fixtures" / "cpu_demo"
+FIXTURES = REPO / "tests" / "fixtures" / "cpu_demo"
 WF = {"study": "s", "results": "r", "repeats": 3, "overrides": ["size=smoke"],
       "studies": {"s": {"arms": {"baseline": ["experiment=baseline"], "tuned": ["experiment=tuned"]}}}}
 

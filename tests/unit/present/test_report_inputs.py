@@ -2,7 +2,6 @@
 
 import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
 import yaml
@@ -13,7 +12,7 @@ from perfstudy.common.config import config_hash
 from perfstudy.common.io import read_json, write_json
 from perfstudy.orchestrate.study import compose_arm
 
-FIXTURES = Path(__file__).parent / "fixtures" / "cpu_demo"
+FIXTURES = REPO / "tests" / "fixtures" / "cpu_demo"
 
 
 def runs_dir(tmp_path, overrides_by_arm):
