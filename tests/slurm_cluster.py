@@ -78,7 +78,7 @@ class SlurmCluster:
             "SelectTypeParameters=CR_Core_Memory",
             "ReturnToService=2",
             "MailProg=/bin/true",
-            "MinJobAge=300",
+            "MinJobAge=3600",  # squeue keeps every job of the module (it lasts minutes, more when slowed)
             "InactiveLimit=0",
             "KillWait=5",
             "OverTimeLimit=0",
@@ -141,7 +141,7 @@ class SlurmCluster:
         return result.stdout.strip()
 
     def jobs(self) -> list[dict[str, str]]:
-        """Jobs SLURM knows (running, and finished within MinJobAge): id, name, state."""
+        """Jobs SLURM knows (running, and finished within MinJobAge, an hour): id, name, state."""
         result = subprocess.run(["squeue", "-h", "-t", "all", "-o", "%i|%j|%T|%k"],
                                 capture_output=True, text=True, env=self.env(), timeout=20)
         rows = [line.split("|", 3) for line in result.stdout.splitlines() if line.strip()]
