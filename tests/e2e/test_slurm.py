@@ -1,10 +1,10 @@
 """The smoke study on a real one-node SLURM cluster, through workflow/profiles/slurm, against a
 PostgreSQL-backed `mlflow server`. One run carries both faults, forced rather than raced: every
 training passes 4 steps, then waits for a file that is never written (perfstudy.run.transforms.Gate),
-under a 2-minute limit (6x the ~20 s a training needs to reach the gate here); the first
-training is cancelled with scancel while it waits, the second runs into its time limit,
-whatever the CPU's speed; each gets one sentence. The next run, with the study's own settings,
-finishes with the same outputs as the local end-to-end test and one FINISHED MLflow run per arm.
+under a 1-minute limit; the first training is cancelled with scancel as soon as it has started
+training, the second runs into its time limit, whatever the CPU's speed: neither can finish.
+Each gets one sentence. The next run, with the study's own settings, finishes with the same
+outputs as the local end-to-end test and one FINISHED MLflow run per arm.
 
 `make test` installs Debian's slurm-wlm and munge when missing (see the Makefile).
 """
@@ -71,15 +71,15 @@ def _study(out: Path, cluster, server, *extra: str) -> subprocess.CompletedProce
 
 def _cancel_the_first_training_half_way(cluster, out: Path, process: subprocess.Popen,
                                         timeout: float = 600) -> dict[str, str]:
-    """Wait for a training job to log step 3 (it then waits at the gate), scancel it; return
-    the job (id, arm)."""
+    """Wait for a training job to start training (its log names the arm's data and workers; it
+    can never finish: it waits at the gate), scancel it; return the job (id, arm)."""
     deadline = time.time() + timeout
     while time.time() < deadline and process.poll() is None:
         for job in cluster.jobs():
             if job["state"] == "RUNNING" and job["comment"].startswith("rule_train_"):
                 arm = job["comment"].rsplit("seed_case_", 1)[1]
                 log = out / "results/logs/train/seed_case" / f"{arm}.log"
-                if log.is_file() and "step 3/8" in log.read_text(errors="replace"):
+                if log.is_file() and "map workers requested" in log.read_text(errors="replace"):
                     cluster.cancel(job["id"])
                     return {**job, "arm": arm}
         time.sleep(0.5)
@@ -90,10 +90,11 @@ def _cancel_the_first_training_half_way(cluster, out: Path, process: subprocess.
 @pytest.fixture(scope="module")
 def faulty_run(cluster, server, out):
     """One run with both faults: each training waits at step 4 for a file never written, under a
-    2-minute limit; the first is cancelled with scancel there, the second runs into its limit."""
+    1-minute limit; the first is cancelled with scancel once it trains, the second runs into its
+    limit (whatever the CPU: neither can finish)."""
     gate = ",".join(gate_overrides(out / "never_written", after=16))
     command = _command(out, f"arms=[{','.join(ARMS)}]", f"overrides=[size=smoke,profiler=off,{gate}]",
-                       "--set-resources", "train:runtime=2")
+                       "--set-resources", "train:runtime=1")
     process = subprocess.Popen(command, cwd=out, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                text=True, env=_env(cluster, server))
     cancelled = _cancel_the_first_training_half_way(cluster, out, process)
@@ -152,4 +153,4 @@ def test_a_training_job_over_its_time_limit_says_which_limit_to_raise(faulty_run
     sentence = next((line for line in stderr.splitlines() if "time limit" in line), stderr[-3000:])
     assert sentence.startswith("error: SLURM job ") and f"(rule train, seed_case_{other})" in sentence
     assert "--set-resources train:runtime=<minutes>" in sentence
-    assert "(2:00)" in sentence  # the limit it hit
+    assert "(1:00)" in sentence  # the limit it hit

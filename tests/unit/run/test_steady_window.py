@@ -1,9 +1,9 @@
 """The not-steady arithmetic checked against a measurement, on a window unsteady by
-construction: the first batch is held 12 s (perfstudy.run.transforms.HoldFirst, a per-batch map)
-while a map that waits 200 ms per image (Sleep: 800 ms per batch of 4, whatever the CPU) fills
+construction: the first batch is held 8 s (perfstudy.run.transforms.HoldFirst, a per-batch map)
+while a map that waits 150 ms per image (Sleep: 600 ms per batch of 4, whatever the CPU) fills
 the queues before it (~8 or more batches, measured), so the 6 steps of an 8-step smoke window,
-each needing at most ~500 ms of network on a machine half as fast as this one, are served from
-the buffer and run faster than the pipeline alone. The diagnosis must say so and how many steps
+each needing ~200 ms of network here (~400 ms on a machine half as fast), are served from the
+buffer and run faster than the pipeline alone. The diagnosis must say so and how many steps
 a steady window needs; a run of that many steps is then judged steady.
 """
 
@@ -19,9 +19,9 @@ from perfstudy.decide.decision import NOT_STEADY, validity
 pytestmark = pytest.mark.slow
 MAX_SMOKE_STEPS = 200  # a smoke-size window must not need hundreds of steps
 BUFFERED = ["pipeline.extra_transform=perfstudy.run.transforms:Sleep",
-            "+pipeline.extra_transform_args.milliseconds=200",
+            "+pipeline.extra_transform_args.milliseconds=150",
             "pipeline.batch_transform=perfstudy.run.transforms:HoldFirst",
-            "+pipeline.batch_transform_args.seconds=12"]
+            "+pipeline.batch_transform_args.seconds=8"]
 
 
 def _train(out, steps: int) -> tuple[dict, float]:
@@ -40,7 +40,7 @@ def test_the_steps_advised_for_a_steady_window_give_one(tmp_path):
     summary, compute_ms = _train(tmp_path, 8)
     check = validity(summary, compute_ms)
     assert not check["steady"], f"{summary['steady_step_ms']:.0f} ms against {summary['input_floor_ms']:.0f}"
-    assert check["buffered_batches"] >= 6  # ~12.5 s before the window at ~800 ms per batch
+    assert check["buffered_batches"] >= 6  # ~8.5 s before the window at ~600 ms per batch
     needed = check["steps_needed"]
     assert needed is not None and needed <= MAX_SMOKE_STEPS, check["sentence"]
     assert f"run trainer.steps >= {needed}" in check["sentence"]
