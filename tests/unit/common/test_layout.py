@@ -4,6 +4,7 @@ to earlier stages (or the stage itself), and no import circle (docs/development.
 import ast
 from pathlib import Path
 
+import pytest
 from conftest import REPO
 
 PACKAGE = REPO / "src" / "perfstudy"
@@ -95,15 +96,7 @@ def test_the_checks_catch_an_upward_import_and_a_circle(tmp_path, monkeypatch):
     monkeypatch.setattr("test_layout.PACKAGE", fake)
     graph = _graph()
     assert graph["perfstudy.data.a"] == {"perfstudy.present.b"}
-    try:
+    with pytest.raises(AssertionError, match=r"perfstudy\.data\.a imports perfstudy\.present\.b \(data -> present\)"):
         test_imports_never_point_to_a_later_stage()
-    except AssertionError as exc:
-        assert "perfstudy.data.a imports perfstudy.present.b (data -> present)" in str(exc)
-    else:
-        raise AssertionError("the upward import was not caught")
-    try:
+    with pytest.raises(AssertionError, match=r"perfstudy\.data\.a -> perfstudy\.present\.b -> perfstudy\.data\.a"):
         test_no_import_circles()
-    except AssertionError as exc:
-        assert "perfstudy.data.a -> perfstudy.present.b -> perfstudy.data.a" in str(exc)
-    else:
-        raise AssertionError("the circle was not caught")
