@@ -15,6 +15,7 @@ import sys
 from omegaconf import OmegaConf
 
 from perfstudy.common import config
+from perfstudy.decide.analysis import propose
 from perfstudy.measure.profiling import ProfilerError
 from perfstudy.orchestrate.cli import main_guard, setup_logging
 from perfstudy.run import train
@@ -37,7 +38,8 @@ def main() -> None:
     if args.print_config:
         print(OmegaConf.to_yaml(cfg))
         return
-    train.run(cfg, manifest_path=args.manifest)
+    # the model (decide/) proposes the settings the training then measures (run/verify.py)
+    train.run(cfg, manifest_path=args.manifest, propose=propose)
 
 
 if __name__ == "__main__":

@@ -159,6 +159,22 @@ class ProfilerConfig:
 
 
 @dataclass
+class VerifyConfig:
+    """The model proposes, a measurement decides: after the measured window (and the profile),
+    the training runs a short window on a freshly built pipeline at its own setting and at the
+    model's best `candidates` other settings; the recommendation is the best measured one."""
+
+    candidates: int = 2  # settings verified beside the run's own (0: no verification)
+    min_steps: int = 3  # measured steps per window, at least (after start-up and warm-up)
+    max_steps: int = 10  # at most, when the steps keep varying
+    # a window ends once the standard error of its mean step is this share of the mean
+    target_rse: float = 0.03
+    # what the windows may cost, as a share of the training run before them (stated in the
+    # report; a window that would start past it is skipped, except the first two candidates)
+    budget_share: float = 0.25
+
+
+@dataclass
 class TrackingConfig:
     """Where results are logged (MLflow)."""
 
@@ -204,6 +220,7 @@ class RunConfig:
     tracking: TrackingConfig = field(default_factory=TrackingConfig)
     paths: PathsConfig = field(default_factory=PathsConfig)
     scenario: ScenarioConfig = field(default_factory=ScenarioConfig)
+    verify: VerifyConfig = field(default_factory=VerifyConfig)
 
 
 _CHOICES = {
@@ -299,6 +316,7 @@ def validate(cfg: DictConfig) -> None:
             f"{cfg.trainer.warmup_steps} warm-up step(s) and at least "
             f"{cfg.trainer.min_measured_steps} measured steps are needed; raise trainer.steps.")
     _validate_profiler(cfg)
+    _validate_verify(cfg)
     for key in ("extra_transform", "batch_transform"):
         spec = cfg.pipeline[key]
         if spec and (":" not in spec or spec.startswith(":") or spec.endswith(":")):
@@ -316,6 +334,18 @@ def validate(cfg: DictConfig) -> None:
         raise ConfigError(
             f"model.num_classes ({cfg.model.num_classes}) is below data.num_classes "
             f"({cfg.data.num_classes}); set model.num_classes to at least the class count.")
+
+
+def _validate_verify(cfg: DictConfig) -> None:
+    ver = cfg.verify
+    if ver.candidates < 0:
+        raise ConfigError(f"verify.candidates is {ver.candidates}; use 0 (no verification) or more.")
+    if not 1 <= ver.min_steps <= ver.max_steps:
+        raise ConfigError(f"verify.min_steps is {ver.min_steps} and verify.max_steps "
+                          f"{ver.max_steps}; use 1 <= min_steps <= max_steps.")
+    if not 0 < ver.target_rse < 1 or not 0 < ver.budget_share:
+        raise ConfigError(f"verify.target_rse is {ver.target_rse} and verify.budget_share "
+                          f"{ver.budget_share}; use a share in (0, 1) and a positive share.")
 
 
 def _validate_profiler(cfg: DictConfig) -> None:

@@ -197,6 +197,11 @@ def _anchor(model: dict[str, Any], pipeline_wall_ms: float | None) -> None:
         slowest["anchor"] = factor
 
 
+def canonical(settings: dict[str, Any]) -> dict[str, Any]:
+    """Settings as compared and shown: threads are the absence of key + MP (never False)."""
+    return {k: v for k, v in settings.items() if not (k.endswith(MP) and not v)}
+
+
 def current_settings(model: dict[str, Any]) -> dict[str, Any]:
     """The run's own setting: workers per key (and processes for Python maps that use them)."""
     settings: dict[str, Any] = {}
@@ -222,7 +227,7 @@ def predict(model: dict[str, Any], settings: dict[str, Any] | int) -> dict[str, 
     keys left out keep the run's own setting)."""
     if not isinstance(settings, dict):
         settings = {PRIMARY_KEY: int(settings)}
-    full = {**current_settings(model), **settings}
+    full = canonical({**current_settings(model), **settings})
     cores = model["cores"]
     parts = {s["label"]: stage_ms(s, int(full.get(s["key"], s["workers_now"])),
                                   bool(full.get(s["key"] + MP, False)), cores)
@@ -263,6 +268,8 @@ def candidates(model: dict[str, Any]) -> list[dict[str, Any]]:
         options = [{stage["key"]: w} for w in range(1, model["cores"] + 1)]
         if stage["kind"] == "probed" and any(p["multiprocessing"] for p in stage["points"]) \
                 and stage["key"] != "pipeline.reader_workers":
+            # threads said explicitly: a run in processes keeps them otherwise (merged settings)
+            options = [{**o, stage["key"] + MP: False} for o in options]
             options += [{stage["key"]: w, stage["key"] + MP: True}
                         for w in range(1, model["cores"] + 1)]
         axes.append(options)

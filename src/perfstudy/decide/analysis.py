@@ -20,7 +20,7 @@ from typing import Any
 import pandas as pd
 
 from perfstudy.common.io import read_json, write_csv, write_json
-from perfstudy.decide import diagnosis
+from perfstudy.decide import diagnosis, verification
 from perfstudy.measure import minddata, timeline
 
 log = logging.getLogger(__name__)
@@ -40,8 +40,8 @@ def profiled_window(steps: pd.DataFrame) -> tuple[float, float]:
             float((chosen["start_time_s"] + chosen["step_ms"] / 1e3).max()))
 
 
-def analyze_run(run_dir: str | Path) -> dict[str, Any]:
-    """Analyse one run folder; returns the diagnosis."""
+def diagnose_run(run_dir: str | Path) -> dict[str, Any]:
+    """Diagnose one run folder in memory: {"diagnosis", and the tables analyze_run writes}."""
     run = Path(run_dir)
     steps = pd.read_csv(run / "steps.csv")
     summary = read_json(run / "summary.json")
@@ -69,13 +69,34 @@ def analyze_run(run_dir: str | Path) -> dict[str, Any]:
     result = diagnosis.diagnose(summary, steps, ops, host, waits, cross)
     result["window"] = {"start_s": window[0], "end_s": window[1]}
     result["sampling_interval_ms"] = meta.get("sampling_interval_ms")
+    return {"diagnosis": result, "summary": summary, "steps": steps, "ops": ops,
+            "queues": queues, "joined": joined, "kernels": kernels, "iterator": iterator_frame,
+            "cross": cross}
+
+
+def propose(run_dir: str | Path, k: int) -> dict[str, Any]:
+    """The verification plan of a trained run (perfstudy.run.verify measures it): the run's own
+    setting and the model's best k others; none when the measured window was not steady."""
+    found = diagnose_run(run_dir)["diagnosis"]
+    if found["recommendation"]["action"] == "not_steady":
+        return {"windows": [], "skipped": "the measured window was not steady, so no verdict "
+                "was issued and nothing was verified"}
+    return {"windows": verification.plan(found["advisor"], k),
+            "model_recommendation": found["recommendation"]["sentence"]}
+
+
+def analyze_run(run_dir: str | Path) -> dict[str, Any]:
+    """Analyse one run folder; returns the diagnosis."""
+    run = Path(run_dir)
+    found = diagnose_run(run)
+    result, steps, ops, queues = found["diagnosis"], found["steps"], found["ops"], found["queues"]
     write_csv(run / "pipeline_ops.csv", ops if ops is not None else pd.DataFrame(columns=OPS_COLUMNS))
     write_csv(run / "queues.csv", queues if queues is not None else pd.DataFrame(columns=minddata.QUEUE_COLUMNS))
-    write_csv(run / "timeline_steps.csv", joined)
+    write_csv(run / "timeline_steps.csv", found["joined"])
     timeline.write_chrome_trace(run / "trace.json",
-                                timeline.chrome_trace(steps, kernels, queues, iterator_frame))
+                                timeline.chrome_trace(steps, found["kernels"], queues, found["iterator"]))
     write_json(run / "diagnosis.json", result)
-    log.info("%s: %s %s", summary["arm"], result["headline"], result["recommendation"]["sentence"])
-    if cross:
-        log.info("%s", cross["sentence"])
+    log.info("%s: %s %s", found["summary"]["arm"], result["headline"], result["recommendation"]["sentence"])
+    if found["cross"]:
+        log.info("%s", found["cross"]["sentence"])
     return result

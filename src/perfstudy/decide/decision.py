@@ -25,7 +25,8 @@ import math
 from typing import Any
 
 from perfstudy.data.prepare import Settings, bounded_megapixels
-from perfstudy.decide.advisor import COMPUTES, describe_settings, predict
+from perfstudy.decide.advisor import COMPUTES, canonical, describe_settings, predict
+from perfstudy.decide.verification import verdict
 from perfstudy.run.settings import MP
 
 NOT_STEADY = 0.92  # steady step / floor below this: the window was not steady
@@ -262,15 +263,77 @@ def decide(summary: dict[str, Any], advice: dict[str, Any], band: str, compute_m
         sentence = (f"Keep the pipeline as it is: the step waits for data "
                     f"{100 * summary['gap_share']:.1f} % of the time and no setting is predicted to "
                     f"be 5 % faster; what would help: " + "; ".join(remedies(None, advice, None, summary, best)))
-    return {**base, "bound": bound, "action": action, "changes": changes,
-            "settings": advice["pick"], "predicted_step_ms": pick["step_ms"],
-            "predicted_gain": gain, "culprit_key": culprit["key"] if culprit else None,
-            "culprit_label": culprit["label"] if culprit else None, "culprit_kind": kind,
-            "queue_rule_culprit": (queue_culprit or {}).get("label"),
-            "workers": changes.get(culprit["key"]) if culprit and changes else None,
-            "remedies": remedies(kind, advice, culprit, summary, best) if action != "set_workers" else [],
-            "prepared_prediction": prepared_prediction(advice, summary),
+    answer = {**base, "bound": bound, "action": action, "changes": changes,
+              "settings": advice["pick"], "predicted_step_ms": pick["step_ms"],
+              "predicted_gain": gain, "culprit_key": culprit["key"] if culprit else None,
+              "culprit_label": culprit["label"] if culprit else None, "culprit_kind": kind,
+              "queue_rule_culprit": (queue_culprit or {}).get("label"),
+              "workers": changes.get(culprit["key"]) if culprit and changes else None,
+              "remedies": remedies(kind, advice, culprit, summary, best) if action != "set_workers" else [],
+              "prepared_prediction": prepared_prediction(advice, summary),
+              "sentence": sentence + ".", "verified": False,
+              "model_answer": {"action": action, "settings": advice["pick"],
+                               "predicted_step_ms": pick["step_ms"]}}
+    checked = verdict(summary.get("verification"))
+    if checked is None:
+        if summary.get("verification"):
+            answer["sentence"] += (" Not verified: " + (summary["verification"].get("skipped")
+                                   or "no verification window was steady") + ".")
+        return answer
+    return _verified(answer, checked, advice, summary, input_side,
+                     remedies(kind, advice, culprit, summary, best))
+
+
+def _verified(answer: dict[str, Any], checked: dict[str, Any], advice: dict[str, Any],
+              summary: dict[str, Any], input_side: bool, fixes: list[str]) -> dict[str, Any]:
+    """The answer the verification windows give (perfstudy.decide.verification): the best
+    measured setting, with its predicted and measured step; or no setting helps (measured)."""
+    now, chosen = checked["now"], checked["chosen"]
+    n = f"{checked['measured']} settings measured, {now['steps_measured']}-{max(r['steps'] for r in checked['rows'])} steps each on a fresh pipeline"
+    base = {**answer, "verified": True, "verification": {
+        k: checked[k] for k in ("helps", "bar", "measured", "rows")},
+        "verified_now_ms": now["step_ms"], "verified_step_ms": chosen["step_ms"]}
+    if checked["helps"]:
+        settings = canonical(chosen["settings"])
+        changes = {k: v for k, v in settings.items() if canonical(advice["now"]).get(k) != v}
+        changes.update({k: False for k in canonical(advice["now"]) if k.endswith(MP) and k not in settings})
+        culprit_key = next((k for k in changes if not k.endswith(MP)),
+                           next(iter(changes)).removesuffix(MP))
+        stage = next((s for s in advice["stages"] if s["key"] == culprit_key), None)
+        gain = now["step_ms"] / chosen["step_ms"] - 1
+        sentence = (f"Set {describe_changes(changes, advice)}: measured {chosen['step_ms']:.0f} ms per "
+                    f"step against {now['step_ms']:.0f} ms at the current setting ({1 + gain:.2f}x; "
+                    f"{n}; differences under {100 * checked['bar']:.0f} % count as noise), predicted "
+                    f"{chosen['predicted_ms']:.0f} ms ({_pct(chosen['predicted_ms'], chosen['step_ms'])})")
+        if stage is not None:
+            sentence += f"; {stage['label']} is the slow operator"
+        return {**base, "bound": "input", "action": "set_workers", "changes": changes,
+                "settings": settings, "predicted_step_ms": chosen["predicted_ms"],
+                "measured_gain": gain, "predicted_gain": now["predicted_ms"] / chosen["predicted_ms"] - 1,
+                "culprit_key": culprit_key, "culprit_label": stage["label"] if stage else culprit_key,
+                "culprit_kind": culprit_kind(stage),
+                "workers": changes.get(culprit_key), "remedies": [], "sentence": sentence + "."}
+    best = checked["best"]
+    action = "cannot_help" if input_side else "none"
+    bound = answer["bound"] if answer["action"] != "set_workers" else (
+        "input" if input_side else "compute")
+    sentence = (f"No setting helps (measured): the fastest of {n} was "
+                f"{'the current one' if best is now else best['label']} at {best['step_ms']:.0f} ms "
+                f"against {now['step_ms']:.0f} ms now, within the {100 * checked['bar']:.0f} % the "
+                f"windows' noise allows (the model predicted {now['predicted_ms']:.0f} -> "
+                f"{answer['model_answer']['predicted_step_ms']:.0f} ms"
+                + (f" for {describe_settings(answer['model_answer']['settings'], advice)}"
+                   if answer["model_answer"]["action"] == "set_workers" else "") + ")")
+    if fixes:
+        sentence += "; what would: " + "; ".join(fixes)
+    return {**base, "bound": bound, "action": action, "changes": {},
+            "settings": canonical(advice["now"]), "predicted_step_ms": now["predicted_ms"],
+            "predicted_gain": 0.0, "measured_gain": 0.0, "workers": None, "remedies": fixes,
             "sentence": sentence + "."}
+
+
+def _pct(predicted: float, measured: float) -> str:
+    return f"{100 * (predicted - measured) / measured:+.0f} %"
 
 
 def describe_changes(changes: dict[str, Any], advice: dict[str, Any]) -> str:

@@ -89,7 +89,7 @@ def scenario_arms(spec: dict[str, Any], study: str) -> dict[str, list[str]]:
         for value in sweep_values(scen.get("values", "cpus")):
             for processes in modes:
                 arm = f"{name}_w{value}" + ("_mp" if processes else "")
-                arms[arm] = [*(scen.get("sweep_overrides") or scen["arm"]), "profiler=off",
+                arms[arm] = [*(scen.get("sweep_overrides") or scen["arm"]), "profiler=off", "verify.candidates=0",
                              f"{scen['key']}={value}", *tag, "scenario.role=truth",
                              *([f"{scen['processes']}={str(processes).lower()}"]
                                if scen.get("processes") else [])]

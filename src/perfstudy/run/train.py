@@ -13,7 +13,7 @@ import logging
 import math
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import mindspore as ms
 import numpy as np
@@ -28,7 +28,7 @@ from perfstudy.data import dataset as data_mod
 from perfstudy.data import prepare, sources
 from perfstudy.measure import steptrace
 from perfstudy.measure.profiling import RunProfiler, extra_steps
-from perfstudy.run import autotune, opprobe, pipeline
+from perfstudy.run import autotune, opprobe, pipeline, verify
 from perfstudy.run.model import create_loss, create_model, create_optimizer
 from perfstudy.run.settings import operator_settings
 
@@ -75,7 +75,8 @@ class TrainStep:
         self.num_classes = num_classes or cfg.model.num_classes
         self.net = create_model(cfg.model.name, self.num_classes)
         self.net.set_train(True)
-        total = cfg.trainer.steps + extra_steps(cfg.profiler) + cfg.trainer.calibration_steps
+        total = (cfg.trainer.steps + extra_steps(cfg.profiler) + cfg.trainer.calibration_steps
+                 + verify.total_steps(cfg))
         self.optimizer = create_optimizer(self.net, cfg.optimizer, total)
         loss_net = nn.WithLossCell(self.net, create_loss())
         self._forward_backward = ForwardBackward(loss_net, self.optimizer.parameters)
@@ -273,8 +274,30 @@ def dataset_facts(cfg, manifest: dict[str, Any]) -> dict[str, Any]:
     return facts
 
 
-def run(cfg, manifest_path: str | Path | None = None) -> dict[str, Any]:
-    """Train one arm and write steps.csv and summary.json into cfg.paths.run_dir."""
+def _verify(cfg, propose, train_step: TrainStep, source: str, run_dir: Path,
+            first_index: int, training_wall: float) -> dict[str, Any]:
+    """The verification windows of the model's best settings (and the run's own)."""
+    plan = propose(run_dir, cfg.verify.candidates)
+    if not plan["windows"]:
+        log.info("no verification: %s", plan["skipped"])
+        return plan
+    result = verify.run_windows(lambda images, labels: _timed_step(train_step, images, labels),
+                                source, cfg, plan["windows"], run_seed(cfg) + 3, first_index,
+                                training_wall)
+    log.info("verification: %d windows in %.0f s (%.0f %% of the training's %.0f s)",
+             sum(1 for w in result["windows"] if "step_ms" in w), result["wall_s"],
+             100 * result["share_of_training"], training_wall)
+    return {**plan, **result}
+
+
+def run(cfg, manifest_path: str | Path | None = None,
+        propose: Callable[[Path, int], dict[str, Any]] | None = None) -> dict[str, Any]:
+    """Train one arm and write steps.csv and summary.json into cfg.paths.run_dir.
+
+    propose (run folder, k) -> the verification plan (perfstudy.decide.analysis.propose: the
+    model's best k settings beside the run's own): each is then measured in a short window
+    (perfstudy.run.verify) and summary.json gets `verification`. None: no verification."""
+    run_started = time.time()
     _setup_mindspore(cfg)  # first: a missing device fails before minutes of data work
     check_writable(cfg.paths.run_dir, "paths.results")
     run_dir = Path(cfg.paths.run_dir)
@@ -403,7 +426,12 @@ def run(cfg, manifest_path: str | Path | None = None) -> dict[str, Any]:
     }
     write_json(run_dir / "environment.json", full_environment())
     write_csv(run_dir / "steps.csv", frame)
+    summary["run_wall_s"] = time.time() - run_started
     write_json(run_dir / "summary.json", summary)
+    if propose is not None and cfg.verify.candidates > 0 and not cfg.pipeline.autotune:
+        summary["verification"] = _verify(cfg, propose, train_step, source, run_dir,
+                                          len(frame), summary["run_wall_s"])
+        write_json(run_dir / "summary.json", summary)
     log.info("steady step %.0f ms, gap share %.0f %%, %.1f img/s over %d measured steps "
              "(%d excluded); floor %.0f ms (%s)", summary["steady_step_ms"],
              100 * summary["gap_share"], summary["images_per_s"], summary["steps_measured"],

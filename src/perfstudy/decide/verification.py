@@ -1,0 +1,112 @@
+"""The model proposes, a measurement decides.
+
+plan: which settings the training measures after its window (perfstudy.run.verify): the
+run's own, the model's pick, then the model's fastest predicted settings, `k` besides the
+run's own. The model prunes: on a machine with many cores and several sized operators the
+settings grow as CPUs^operators (x2 for each Python map), and the windows stay k + 1.
+
+verdict: what the windows say. Each window's mean step has a standard error (its steps'
+spread / sqrt(n)); two windows differ beyond noise when their ratio exceeds
+    bar = max(5 %, 2 x sqrt(rse_a^2 + rse_b^2))
+(two standard errors of the difference, and never below the model's own 5 %). A change is
+recommended only when a measured candidate beats the run's own setting by more than the bar;
+among those within the bar of the fastest, the cheapest (fewest changes, workers, processes).
+Otherwise the answer is "no setting helps (measured)". Every verified setting's predicted
+step is set against its measured one (the model's error, by the kind of the operator).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from perfstudy.decide.advisor import WITHIN_BEST, canonical, describe_settings, predict
+from perfstudy.run.settings import MP
+
+
+def _same(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    return canonical(a) == canonical(b)
+
+
+def plan(advice: dict[str, Any], k: int) -> list[dict[str, Any]]:
+    """The windows to measure: the run's own setting first, then up to k candidates."""
+    now = canonical(advice["now"])
+    rows = sorted(advice["predictions"], key=lambda r: r["step_ms"])
+    chosen: list[dict[str, Any]] = []
+    pick = canonical(advice["pick"])
+    ordered = ([pick] if not _same(pick, now) else []) + [canonical(r["settings"]) for r in rows]
+    for settings in ordered:
+        if len(chosen) >= k:
+            break
+        if not _same(settings, now) and not any(_same(settings, c) for c in chosen):
+            chosen.append(settings)
+    out = []
+    for rank, settings in enumerate([now, *chosen]):
+        row = predict(advice, settings)
+        out.append({"role": "current" if rank == 0 else "candidate", "rank": rank,
+                    "settings": settings, "label": describe_settings(settings, advice),
+                    "predicted_ms": row["step_ms"], "predicted_binding": row["binding"],
+                    "is_model_pick": _same(settings, pick)})
+    return out
+
+
+def _noise(a: dict[str, Any], b: dict[str, Any]) -> float:
+    return 2 * math.sqrt(a["rse"] ** 2 + b["rse"] ** 2)
+
+
+def bar(a: dict[str, Any], b: dict[str, Any]) -> float:
+    """The share by which two windows must differ to count as different."""
+    return max(WITHIN_BEST, _noise(a, b))
+
+
+def _cost(settings: dict[str, Any], now: dict[str, Any]) -> tuple:
+    workers = sum(v for k, v in settings.items() if not k.endswith(MP))
+    processes = sum(1 for k, v in settings.items() if k.endswith(MP) and v)
+    changes = sum(1 for k in set(settings) | set(now) if settings.get(k) != now.get(k))
+    return (changes, workers, processes)
+
+
+def verdict(verification: dict[str, Any] | None) -> dict[str, Any] | None:
+    """What the windows decide, or None when they cannot (no windows, the run's own setting
+    or every candidate unmeasured or not steady)."""
+    windows = [w for w in (verification or {}).get("windows", [])
+               if w.get("steady") and w.get("step_ms") and math.isfinite(w.get("rse", math.inf))]
+    now = next((w for w in windows if w["role"] == "current"), None)
+    others = [w for w in windows if w is not now]
+    if now is None or not others:
+        return None
+    helps = [w for w in others if now["step_ms"] / w["step_ms"] - 1 > bar(now, w)]
+    chosen = now
+    if helps:
+        fastest = min(helps, key=lambda w: w["step_ms"])
+        near = [w for w in helps if w["step_ms"] / fastest["step_ms"] - 1 <= bar(w, fastest)]
+        chosen = min(near, key=lambda w: _cost(canonical(w["settings"]), canonical(now["settings"])))
+    best = min(windows, key=lambda w: w["step_ms"])
+    return {"now": now, "chosen": chosen, "best": best, "helps": bool(helps),
+            "bar": bar(now, chosen if chosen is not now else best),
+            "measured": len(windows), "rows": accuracy_rows(verification)}
+
+
+def accuracy_rows(verification: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """Predicted against measured step of every measured, steady window."""
+    rows = []
+    for w in (verification or {}).get("windows", []):
+        if w.get("steady") and w.get("step_ms"):
+            rows.append({"label": w["label"], "role": w["role"], "settings": w["settings"],
+                         "predicted_ms": w["predicted_ms"], "measured_ms": w["step_ms"],
+                         "error": (w["predicted_ms"] - w["step_ms"]) / w["step_ms"],
+                         "rse": w["rse"], "steps": w["steps_measured"]})
+    return rows
+
+
+def cost_sentence(verification: dict[str, Any] | None) -> str | None:
+    """What the verification cost, in words (None without one)."""
+    if not verification or "wall_s" not in verification:
+        return None
+    measured = sum(1 for w in verification["windows"] if "step_ms" in w)
+    skipped = sum(1 for w in verification["windows"] if "skipped" in w)
+    text = (f"Verification: {measured} window(s) of {sum(w.get('steps', 0) for w in verification['windows'])} "
+            f"steps in {verification['wall_s']:.0f} s, {100 * verification['share_of_training']:.0f} % of "
+            f"the training's {verification['training_wall_s']:.0f} s (budget "
+            f"{100 * verification['budget_share']:.0f} %)")
+    return text + (f"; {skipped} skipped past the budget." if skipped else ".")

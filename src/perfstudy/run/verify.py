@@ -1,0 +1,154 @@
+"""Verification windows: the run's own setting and the model's best candidates, each measured.
+
+After the measured window, the profile and the calibration, the training process (its graphs
+already compiled) runs one short window per setting, each on a freshly built pipeline:
+step 0 waits for the new pipeline's start-up, `trainer.warmup_steps` more are dropped, then
+steps are added until the window is steady and its mean is known well enough:
+* steady: the drain rule (perfstudy.measure.steptrace) leaves at least verify.min_steps
+  measured steps after the batches buffered at the pipeline's start are gone;
+* known: the standard error of the mean measured step is at most verify.target_rse of it,
+  or verify.max_steps measured steps were taken.
+The windows run in the order given (the run's own setting first), and a window that would
+start once the windows have used verify.budget_share of the training's wall time is skipped
+(the first two candidates never are). What each window measured, its spread and its cost is
+returned; which setting wins is decide/'s (perfstudy.decide.verification).
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import math
+import time
+from typing import Any, Callable
+
+import numpy as np
+import pandas as pd
+
+from perfstudy.measure import steptrace
+from perfstudy.run import pipeline
+from perfstudy.run.settings import MP
+
+log = logging.getLogger(__name__)
+
+# settings key -> the pipeline config field that switches its Python to worker processes
+PROCESS_FIELDS = {"pipeline.extra_transform_workers": "extra_transform_multiprocessing",
+                  "pipeline.batch_transform_workers": "batch_transform_multiprocessing"}
+# a step function: (images, labels) -> (loss, fwd_bwd_end_s, end_s), as train._timed_step
+StepFn = Callable[[Any, Any], tuple[float, float, float]]
+
+
+def window_steps(ver_cfg, warmup_steps: int) -> int:
+    """The most steps one window can take (start-up, warm-up, max_steps measured)."""
+    return 1 + warmup_steps + ver_cfg.max_steps
+
+
+def total_steps(cfg) -> int:
+    """The most steps all windows together can take (the optimizer's schedule counts them)."""
+    return (cfg.verify.candidates + 1) * window_steps(cfg.verify, cfg.trainer.warmup_steps)
+
+
+def apply_settings(pipe_cfg, settings: dict[str, Any]):
+    """A copy of the pipeline config with `settings` (workers per key, key + MP for processes)."""
+    out = copy.deepcopy(pipe_cfg)
+    for key, value in settings.items():
+        if key.endswith(MP):
+            continue
+        field = key.removeprefix("pipeline.")
+        if field not in out:
+            raise KeyError(f"{key} is not a pipeline setting")
+        out[field] = int(value)
+        if key in PROCESS_FIELDS:
+            out[PROCESS_FIELDS[key]] = bool(settings.get(key + MP, False))
+    return out
+
+
+def rse(values: pd.Series) -> float:
+    """Standard error of the mean, as a share of the mean (inf with fewer than 2 values)."""
+    if len(values) < 2 or values.mean() <= 0:
+        return math.inf
+    return float(values.std(ddof=1) / math.sqrt(len(values)) / values.mean())
+
+
+def _judge(records: list[steptrace.StepTimes], batch_size: int, ver_cfg,
+           warmup: int) -> tuple[pd.DataFrame, str, bool, bool]:
+    """(phased frame, drain rule, steady, known) of a window so far."""
+    frame = steptrace.steps_frame(records, batch_size)
+    frame, rule = steptrace.assign_phases(frame, warmup, first_phase="startup",
+                                          min_measured_steps=ver_cfg.min_steps)
+    measured = frame[frame["phase"] == "measured"]["step_ms"]
+    steady = len(measured) >= ver_cfg.min_steps and "capped" not in rule
+    known = steady and (rse(measured) <= ver_cfg.target_rse or len(measured) >= ver_cfg.max_steps)
+    return frame, rule, steady, known
+
+
+def measure_window(step_fn: StepFn, source: str, cfg, settings: dict[str, Any], seed: int,
+                   first_index: int) -> dict[str, Any]:
+    """One window at `settings` on a fresh pipeline; its steps are numbered from first_index."""
+    pipe_cfg = apply_settings(cfg.pipeline, settings)
+    workers = pipeline.resolve_workers(pipe_cfg.num_parallel_workers, pipe_cfg.global_default_workers)
+    most = window_steps(cfg.verify, cfg.trainer.warmup_steps)
+    surplus = pipe_cfg.prefetch_size or 2
+    started = time.perf_counter()
+    dataset = pipeline.create_train_dataset(source, pipe_cfg, most + surplus, seed, workers)
+    iterator = dataset.create_tuple_iterator(num_epochs=1)
+    records: list[steptrace.StepTimes] = []
+    frame, rule, steady, known = pd.DataFrame(), "", False, False
+    try:
+        previous_end = time.time()
+        for index in range(first_index, first_index + most):
+            start = previous_end
+            images, labels = next(iterator)[:2]
+            data_ready = time.time()
+            loss, fwd_bwd_end, end = step_fn(images, labels)
+            if not np.isfinite(loss):
+                raise FloatingPointError(f"The loss became {loss} at verification step {index}; "
+                                         "lower optimizer.lr or check the transforms' output.")
+            records.append(steptrace.StepTimes(index, start, data_ready, fwd_bwd_end, end, loss))
+            previous_end = end
+            if len(records) >= 1 + cfg.trainer.warmup_steps + cfg.verify.min_steps:
+                frame, rule, steady, known = _judge(records, pipe_cfg.batch_size, cfg.verify,
+                                                    cfg.trainer.warmup_steps)
+                if known:
+                    break
+    finally:
+        iterator.stop()
+    measured = frame[frame["phase"] == "measured"] if len(frame) else frame
+    wall = time.perf_counter() - started
+    out = {"settings": settings, "seed": seed, "steps": len(records),
+           "steps_measured": int(len(measured)), "steady": bool(steady), "drain_rule": rule,
+           "wall_s": wall, "first_step": first_index}
+    if len(measured):
+        out.update(step_ms=float(measured["step_ms"].mean()),
+                   step_ms_median=float(measured["step_ms"].median()),
+                   rse=rse(measured["step_ms"]),
+                   gap_share=float(measured["gap_ms"].sum() / measured["step_ms"].sum()))
+    return out
+
+
+def run_windows(step_fn: StepFn, source: str, cfg, plan: list[dict[str, Any]], base_seed: int,
+                first_index: int, training_wall_s: float) -> dict[str, Any]:
+    """Measure each planned setting (plan[0]: the run's own) within the budget; returns the
+    windows (in plan order, each with the plan's own fields) and their cost."""
+    budget_s = cfg.verify.budget_share * training_wall_s
+    started = time.perf_counter()
+    windows, index = [], first_index
+    for number, entry in enumerate(plan):
+        spent = time.perf_counter() - started
+        if number > 2 and spent + windows[-1]["wall_s"] > budget_s:  # current + 2 always run
+            windows.append({**entry, "skipped": (
+                f"the windows had used {spent:.0f} s of the {budget_s:.0f} s budget "
+                f"({100 * cfg.verify.budget_share:.0f} % of the training's {training_wall_s:.0f} s)")})
+            continue
+        log.info("verification window %d/%d: %s", number + 1, len(plan), entry.get("label", entry["settings"]))
+        window = measure_window(step_fn, source, cfg, entry["settings"], base_seed + number, index)
+        index += window["steps"]
+        windows.append({**entry, **window})
+        if "step_ms" in window:
+            log.info("  measured %.0f ms per step over %d steps (+-%.1f %%)%s", window["step_ms"],
+                     window["steps_measured"], 100 * window["rse"],
+                     "" if window["steady"] else ", not steady")
+    wall = time.perf_counter() - started
+    return {"windows": windows, "wall_s": wall, "training_wall_s": training_wall_s,
+            "share_of_training": wall / training_wall_s if training_wall_s > 0 else math.nan,
+            "budget_share": cfg.verify.budget_share}
