@@ -139,11 +139,12 @@ def test_the_scenarios_study_plans_each_diagnosed_run_and_its_sweep(tmp_path):
                        workdir=tmp_path)
     assert result.returncode == 0, result.stderr
     out = result.stdout + result.stderr
-    # 7 diagnosed runs; sweeps of 1..CPUs for 6 scenarios (decode_cpus reuses decode_1's), twice
-    # (threads, processes) for the 2 Python maps
-    trains = 7 + cpu_count() * (6 + 2)
+    # 12 diagnosed runs; sweeps of 1..CPUs for 11 scenarios (decode_cpus reuses decode_1's), twice
+    # (threads, processes) for the 7 Python maps (2 of the study's own, the 5 benchmark transforms)
+    trains = 12 + cpu_count() * (11 + 7)
     assert any(line.split() == ["train", str(trains)] for line in out.splitlines()), out[-2000:]
-    for run in ("python_cpu", "python_cpu_w1_mp", "slow_reader_w1", "decode_cpus", "batch_transform_w1"):
+    for run in ("python_cpu", "python_cpu_w1_mp", "slow_reader_w1", "decode_cpus", "batch_transform_w1",
+                "pillow_filter", "mixed_cost_w2_mp", "numpy_fft_w1", "python_loop", "batch_loop_w1_mp"):
         assert f"runs/scenarios/{run}/steps.csv" in out
 
 

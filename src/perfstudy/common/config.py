@@ -200,6 +200,7 @@ class ScenarioConfig:
     role: str = ""  # "diagnosed": the profiled run; "truth": one setting of the measured sweep
     truth: str = ""  # the diagnosed run's ground truth: the sweep of this scenario
     key: str = ""  # the config key the sweep varies
+    held_out: bool = False  # kept out of any fitting of the advisor's model (a held-out check)
 
 
 @dataclass

@@ -289,7 +289,9 @@ def _verified(answer: dict[str, Any], checked: dict[str, Any], advice: dict[str,
     """The answer the verification windows give (perfstudy.decide.verification): the best
     measured setting, with its predicted and measured step; or no setting helps (measured)."""
     now, chosen = checked["now"], checked["chosen"]
-    n = f"{checked['measured']} settings measured, {now['steps_measured']}-{max(r['steps'] for r in checked['rows'])} steps each on a fresh pipeline"
+    counts = [r["steps"] for r in checked["rows"]]
+    n = (f"{checked['measured']} settings measured, {min(counts)}-{max(counts)} steps each on a "
+         "fresh pipeline")
     base = {**answer, "verified": True, "verification": {
         k: checked[k] for k in ("helps", "bar", "measured", "rows")},
         "verified_now_ms": now["step_ms"], "verified_step_ms": chosen["step_ms"]}

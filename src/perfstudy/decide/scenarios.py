@@ -6,7 +6,11 @@ set against the measured sweep of the scenario's key (profiler off, one run per 
   operator; where it does not, the answer must not claim a worker change helps;
 * the recommended setting's measured step against the sweep's best (target: within 10 %);
 * "no setting helps" said where some setting measured >= 10 % faster than the run's own;
-* the model's predicted step at every swept setting against the measured one (target 15 %).
+* the model's predicted step at every swept setting against the measured one (target 15 %);
+* whether the answer was verified (perfstudy.decide.verification), the step it promises (the
+  measured one when verified) against the sweep's at that setting, and the model's own
+  prediction there (its error, apart from the pick);
+* held-out scenarios (kept out of any fitting of the model) are marked.
 """
 
 from __future__ import annotations
@@ -81,8 +85,11 @@ def score(runs: list) -> tuple[pd.DataFrame, pd.DataFrame]:
                            "measured step (ms)": round(measured[setting]),
                            "predicted step (ms)": round(predicted), "error": f"{100 * error:+.1f} %"})
         wrong_no_help = action == "cannot_help" and own_ms is not None and best < own_ms / (1 + SWEEP_MATTERS)
+        promised = _promise(answer)
+        predicted_pick = predict(advice, rec)["step_ms"] if rec else None
         rows.append({
-            "scenario": spec["name"], "swept": key, "runs per setting": repeats,
+            "scenario": spec["name"], "held out": "yes" if spec.get("held_out") else "no",
+            "swept": key, "runs per setting": repeats,
             "verdict": diagnosed.diagnosis["bound"],
             "culprit named": answer.get("culprit_label") or "none",
             "culprit right": "yes" if right else "NO",
@@ -90,6 +97,12 @@ def score(runs: list) -> tuple[pd.DataFrame, pd.DataFrame]:
             "its measured step (ms)": "" if picked_ms is None else round(picked_ms),
             "sweep's best (ms)": f"{round(best)} at {_label(best_setting)}",
             "pick vs best": "" if picked_ms is None else f"{100 * (picked_ms / best - 1):+.1f} %",
+            "verified": "yes" if answer.get("verified") else "no",
+            "promised (ms)": "" if promised is None else round(promised),
+            "promise vs sweep": "" if promised is None or picked_ms is None
+            else f"{100 * (promised / picked_ms - 1):+.1f} %",
+            "model at pick vs sweep": "" if predicted_pick is None or picked_ms is None
+            else f"{100 * (predicted_pick / picked_ms - 1):+.1f} %",
             "pick within 10 %": "not swept" if picked_ms is None
             else ("yes" if picked_ms <= best * (1 + PICK_TARGET) else "NO"),
             WRONG_NO_HELP: "NO" if wrong_no_help else "no",
@@ -97,6 +110,13 @@ def score(runs: list) -> tuple[pd.DataFrame, pd.DataFrame]:
             "predictions within 15 %": "yes" if max(errors) <= PREDICTION_TARGET else "NO",
         })
     return pd.DataFrame(rows), pd.DataFrame(points)
+
+
+def _promise(answer: dict) -> float | None:
+    """The step the answer's sentence promises: the verified (measured) one, else the model's."""
+    if answer.get("verified"):
+        return answer.get("verified_step_ms")
+    return answer.get("predicted_step_ms")
 
 
 def summary_line(table: pd.DataFrame) -> str:
@@ -107,4 +127,5 @@ def summary_line(table: pd.DataFrame) -> str:
     return (f"{n} scenario(s): culprit right in {(table['culprit right'] == 'yes').sum()}, recommended "
             f"setting within 10 % of the sweep's best in {(table['pick within 10 %'] == 'yes').sum()}, "
             f"a wrong 'no setting helps' in {(table[WRONG_NO_HELP] == 'NO').sum()}, "
+            f"the answer verified by measurement in {(table['verified'] == 'yes').sum()}, "
             f"every prediction within 15 % in {(table['predictions within 15 %'] == 'yes').sum()}.")

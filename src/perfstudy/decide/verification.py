@@ -110,3 +110,32 @@ def cost_sentence(verification: dict[str, Any] | None) -> str | None:
             f"the training's {verification['training_wall_s']:.0f} s (budget "
             f"{100 * verification['budget_share']:.0f} %)")
     return text + (f"; {skipped} skipped past the budget." if skipped else ".")
+
+
+def operator_kind(advice: dict[str, Any], settings: dict[str, Any]) -> str:
+    """The kind of the operator a verified setting is about (the one it changes; the run's
+    own setting: the slowest at it), as the model's measurements classify it:
+    C++ map | waiting | Python computing | Python releasing the GIL | Python mixed, each
+    'per-batch' when the map follows batch(), and 'threads' or 'processes' as set."""
+    now = canonical(advice["now"])
+    changed = [s for s in advice["stages"]
+               if settings.get(s["key"]) != now.get(s["key"])
+               or bool(settings.get(s["key"] + MP)) != bool(now.get(s["key"] + MP))]
+    stage = changed[0] if changed else next(
+        (s for s in advice["stages"] if s["label"] == advice.get("now_slowest_stage")), advice["stages"][0])
+    busy = stage.get("busy_per_worker", 1.0)
+    if stage["kind"] != "probed":
+        kind = "waiting" if stage["kind"] == "waits" else "C++ map"
+    elif busy < 0.3:
+        kind = "Python waiting"
+    elif busy < 0.7:
+        kind = "Python mixed"
+    else:
+        threads = {p["workers"]: p["wall_ms_per_batch"] for p in stage["points"] if not p["multiprocessing"]}
+        scales = len(threads) > 1 and threads[min(threads)] / threads[max(threads)] >= 1.3
+        kind = "Python releasing the GIL" if scales else "Python computing"
+    if stage["key"] == "pipeline.batch_transform_workers":
+        kind += ", per-batch"
+    if stage["kind"] == "probed":
+        kind += ", processes" if settings.get(stage["key"] + MP) else ", threads"
+    return kind

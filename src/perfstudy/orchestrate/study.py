@@ -78,7 +78,8 @@ def scenario_arms(spec: dict[str, Any], study: str) -> dict[str, list[str]]:
         if owner is None or not owner.get("key"):
             raise ConfigError(f"Study {study!r}, scenario {name!r}: its truth {truth!r} is not a "
                               "scenario with a `key` to sweep.")
-        tag = [f"scenario.name={name}", f"scenario.truth={truth}", f"scenario.key={owner['key']}"]
+        tag = [f"scenario.name={name}", f"scenario.truth={truth}", f"scenario.key={owner['key']}",
+               f"scenario.held_out={str(bool(scen.get('held_out'))).lower()}"]
         arms[name] = [*scen["arm"], *tag, "scenario.role=diagnosed"]
         if truth != name:
             if truth not in chosen:
@@ -89,8 +90,8 @@ def scenario_arms(spec: dict[str, Any], study: str) -> dict[str, list[str]]:
         for value in sweep_values(scen.get("values", "cpus")):
             for processes in modes:
                 arm = f"{name}_w{value}" + ("_mp" if processes else "")
-                arms[arm] = [*(scen.get("sweep_overrides") or scen["arm"]), "profiler=off", "verify.candidates=0",
-                             f"{scen['key']}={value}", *tag, "scenario.role=truth",
+                arms[arm] = [*(scen.get("sweep_overrides") or scen["arm"]), "profiler=off",
+                             "verify.candidates=0", f"{scen['key']}={value}", *tag, "scenario.role=truth",
                              *([f"{scen['processes']}={str(processes).lower()}"]
                                if scen.get("processes") else [])]
     return arms

@@ -18,7 +18,7 @@ from perfstudy.common.io import read_json, read_table, write_csv, write_json, wr
 from perfstudy.decide import claims, remedy, scenarios  # noqa: E402
 from perfstudy.decide.decision import describe_changes  # noqa: E402
 from perfstudy.decide.diagnosis import input_bound_band, verdict_label  # noqa: E402
-from perfstudy.present import repeats, scaling  # noqa: E402
+from perfstudy.present import repeats, scaling, verified  # noqa: E402
 from perfstudy.present.figstyle import legend_below  # noqa: E402
 
 # The case study's table (CASE_STUDY.md): ResNet50, batch 32, accelerator, MindInsight.
@@ -103,14 +103,20 @@ def verdict_line(arm: Arm, baseline: Arm | None) -> str:
     prepared = rec.get("prepared_prediction")
     if action == "set_workers":
         parts.append(f"do: set {describe_changes(rec['changes'], d['advisor'])}")
-        parts.append(f"predicted {rec['predicted_now_ms']:.0f} → {rec['predicted_step_ms']:.0f} ms "
-                     f"({1 + rec['predicted_gain']:.2f}x)")
+        if rec.get("verified"):  # the promise is the measured step; the prediction beside it
+            parts.append(f"verified {rec['verified_now_ms']:.0f} → {rec['verified_step_ms']:.0f} ms "
+                         f"({1 + rec['measured_gain']:.2f}x; predicted {rec['predicted_step_ms']:.0f})")
+        else:
+            parts.append(f"predicted {rec['predicted_now_ms']:.0f} → {rec['predicted_step_ms']:.0f} ms "
+                         f"({1 + rec['predicted_gain']:.2f}x, not verified)")
     elif action == "not_steady":
         needed = (rec.get("validity") or {}).get("steps_needed")
         parts.append(f"do: run trainer.steps >= {needed}" if needed else "do: run more trainer.steps")
     else:
         decode = kind == "decode" or any(str(r).startswith("decode less") for r in rec.get("remedies", []))
-        todo = ("no worker setting helps; " if action == "cannot_help" else "keep the settings; ") + (
+        measured_word = " (measured)" if rec.get("verified") else ""
+        todo = (f"no worker setting helps{measured_word}; " if action == "cannot_help"
+                else f"keep the settings{measured_word}; ") + (
             REMEDY_WORDS["decode"] if decode else REMEDY_WORDS.get(kind, "more cores or an accelerator"))
         parts.append(f"do: {todo}")
         if decode and prepared:
@@ -503,6 +509,11 @@ def build(study: str, runs: list[Arm], out_dir: str | Path,
          repeats.report_table(spread) if spread["repeats"].max() > 1 else None),
         ("Diagnosis, side by side", _diagnosis_table(arms)),
         ("What-if advisor: predicted from one profiled run", scaling.advisor_lines(arms) or None),
+        ("Verification: the model's candidates measured, each on a fresh pipeline",
+         _or_none(verified.windows_table(arms))),
+        ("Verification: what it cost", verified.cost_lines(arms) or None),
+        ("The model's accuracy by operator kind (verification windows)",
+         _or_none(verified.accuracy_by_kind(arms))),
         ("Predicted against measured, by worker count", _or_none(scaling.whatif_table(arms))),
         ("Pipeline operators over the profiled steps", _ops_table(arms)),
         ("Step trace: op timeline vs host timers, and the profiler's own effect",

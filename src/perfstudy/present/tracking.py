@@ -385,7 +385,25 @@ def diagnosis_metrics(diagnosis: dict[str, Any], ops: pd.DataFrame | None,
                     Metric("advisor/own_setting_error", float(advice["now_error"]), stamp_ms, 0)]
         if advice.get("pick_is_recommendation", True):  # no second setting beside no verdict
             metrics.append(Metric("advisor/pick_workers", float(advice["pick_workers"]), stamp_ms, 0))
+    metrics += verification_metrics(diagnosis.get("recommendation") or {}, stamp_ms)
     return metrics
+
+
+def verification_metrics(rec: dict[str, Any], stamp_ms: int) -> list:
+    """The verification windows as histories (step = the window's rank, 0: the run's own
+    setting): measured and predicted step and the model's error; the verified gain."""
+    from mlflow.entities import Metric
+
+    checked = rec.get("verification") or {}
+    out = []
+    for rank, row in enumerate(checked.get("rows", [])):
+        out += [Metric("verify/measured_step_ms", float(row["measured_ms"]), stamp_ms, rank),
+                Metric("verify/predicted_step_ms", float(row["predicted_ms"]), stamp_ms, rank),
+                Metric("verify/model_error", float(row["error"]), stamp_ms, rank)]
+    if rec.get("verified"):
+        out += [Metric("verify/measured_gain", float(rec.get("measured_gain", 0.0)), stamp_ms, 0),
+                Metric("verify/noise_bar", float(checked["bar"]), stamp_ms, 0)]
+    return out
 
 
 def diagnosis_tags(diagnosis: dict[str, Any]) -> dict[str, str]:
@@ -399,6 +417,7 @@ def diagnosis_tags(diagnosis: dict[str, Any]) -> dict[str, str]:
         f"{TAG}recommendation": diagnosis["recommendation"]["sentence"],
         f"{TAG}headline": diagnosis["headline"],
         f"{TAG}timeline_agrees": str(diagnosis["cross_check"].get("agrees")),
+        f"{TAG}verified": str(bool(diagnosis["recommendation"].get("verified"))),
         **({f"{TAG}advisor": diagnosis["advisor"]["sentence"]} if diagnosis.get("advisor") else {}),
         **({f"{TAG}advisor_pick_workers": str(diagnosis["advisor"]["pick_workers"])}
            if (diagnosis.get("advisor") or {}).get("pick_is_recommendation", False) else {}),

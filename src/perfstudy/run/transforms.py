@@ -107,6 +107,80 @@ class BatchBlur:
         return out.astype(batch.dtype, copy=False)
 
 
+# The held-out benchmark transforms: kinds of Python work the study's own three (Sleep,
+# PythonBurn, BatchBlur) are not, each a fixed amount of work (not a deadline, so a faster CPU
+# runs it faster, as a user's would). Two of them (PillowFilter, MixedCost) are kept out of any
+# fitting of the advisor's model: their scenarios check it (README, "Held-out transforms").
+
+def _loop(iterations: int) -> int:
+    """`iterations` of pure-Python arithmetic (holds the GIL throughout)."""
+    total = 0
+    for i in range(iterations):
+        total = (total + i * i) % 1_000_003
+    return total
+
+
+class PythonLoop:
+    """Return the input unchanged after a fixed pure-Python loop of `iterations` (per image, or
+    per batch as a batch_transform): a hand-written augmentation that holds the GIL."""
+
+    def __init__(self, iterations: int = 200_000) -> None:
+        self.iterations = int(iterations)
+
+    def __call__(self, data: np.ndarray) -> np.ndarray:
+        _loop(self.iterations)
+        return data
+
+
+class NumpyFFT:
+    """`passes` forward and inverse 2-D FFTs of the image upsampled to `size` px: NumPy work
+    that releases the GIL inside each call. Returns the image unchanged."""
+
+    def __init__(self, passes: int = 4, size: int = 256) -> None:
+        self.passes, self.size = int(passes), int(size)
+
+    def __call__(self, image: np.ndarray) -> np.ndarray:
+        plane = np.resize(image.astype(np.float32), (self.size, self.size))
+        for _ in range(self.passes):
+            plane = np.fft.ifft2(np.fft.fft2(plane)).real.astype(np.float32)
+        return image
+
+
+class PillowFilter:
+    """A Pillow Gaussian blur (radius `radius`) of the image upsampled to `size` px, then the
+    input returned: C code behind a Python call, as most PIL-based augmentations. Held out."""
+
+    def __init__(self, radius: float = 4.0, size: int = 384, passes: int = 1) -> None:
+        self.radius, self.size, self.passes = float(radius), int(size), int(passes)
+
+    def __call__(self, image: np.ndarray) -> np.ndarray:
+        from PIL import Image, ImageFilter
+
+        plane = image[0] if image.ndim == 3 and image.shape[0] <= 4 else image[..., 0]
+        pixels = np.clip(plane * 32 + 128, 0, 255).astype(np.uint8)
+        picture = Image.fromarray(pixels).resize((self.size, self.size))
+        for _ in range(self.passes):
+            picture = picture.filter(ImageFilter.GaussianBlur(self.radius))
+        return image
+
+
+class MixedCost:
+    """A per-call cost that varies (uniform within +-`jitter` of its mean, drawn from `seed`
+    and the call count) and is half waiting (`wait_ms`) and half computing (a pure-Python
+    loop of `iterations`), both scaled by the same draw: a remote lookup plus a decode. Held out."""
+
+    def __init__(self, wait_ms: float = 10.0, iterations: int = 100_000, jitter: float = 0.5,
+                 seed: int = 0) -> None:
+        self.wait_ms, self.iterations, self.jitter = float(wait_ms), int(iterations), float(jitter)
+        self.rng = np.random.default_rng(seed)
+
+    def __call__(self, image: np.ndarray) -> np.ndarray:
+        scale = 1 + self.jitter * (2 * float(self.rng.random()) - 1)
+        time.sleep(self.wait_ms * scale / 1e3)
+        _loop(int(self.iterations * scale))
+        return image
+
+
 def load_transform(spec: str, args: dict[str, Any] | None = None,
                    key: str = "pipeline.extra_transform") -> Callable:
     """Import "module:Callable"; a class is instantiated with `args`, a function returned as is."""

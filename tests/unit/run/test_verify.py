@@ -1,0 +1,50 @@
+"""Verification windows: settings applied to the pipeline, and a real window measured on a
+real MindSpore pipeline (a stand-in step function, so nothing compiles)."""
+
+import time
+
+import pytest
+
+from perfstudy.common.config import compose_run_config
+from perfstudy.run import verify
+from perfstudy.run.settings import MP
+
+KEY = "pipeline.extra_transform_workers"
+
+
+def test_settings_reach_the_pipeline_config_and_threads_switch_processes_off():
+    cfg = compose_run_config(["size=smoke", "experiment=python_transform",
+                              "pipeline.extra_transform_multiprocessing=true"])
+    threads = verify.apply_settings(cfg.pipeline, {KEY: 2, "pipeline.num_parallel_workers": 1})
+    assert threads.extra_transform_workers == 2 and threads.extra_transform_multiprocessing is False
+    procs = verify.apply_settings(cfg.pipeline, {KEY: 1, KEY + MP: True})
+    assert procs.extra_transform_multiprocessing is True
+    assert cfg.pipeline.extra_transform_workers is None  # the run's own config is left alone
+    with pytest.raises(KeyError):
+        verify.apply_settings(cfg.pipeline, {"pipeline.no_such_workers": 2})
+
+
+def test_the_optimizer_schedule_counts_every_window_step():
+    cfg = compose_run_config(["size=smoke", "verify.candidates=2", "verify.max_steps=6"])
+    assert verify.total_steps(cfg) == 3 * (1 + cfg.trainer.warmup_steps + 6)
+
+
+def test_a_window_stops_once_its_mean_is_known(smoke_dataset):
+    """A pipeline that sleeps 30 ms per image (batch 4: 120 ms) and a 10 ms 'network': steady,
+    the step the pipeline's, ended by the standard-error rule or max_steps."""
+    cfg = compose_run_config(["size=smoke", "experiment=io_wait", "pipeline.extra_transform_args.milliseconds=30",
+                              "verify.max_steps=8", "verify.target_rse=0.05"])
+
+    def step_fn(images, labels):
+        fwd = time.time() + 0.005
+        time.sleep(0.01)
+        return 1.0, fwd, time.time()
+
+    from perfstudy.data.dataset import load_manifest
+
+    root = load_manifest(smoke_dataset)["root"]
+    out = verify.measure_window(step_fn, root, cfg, {KEY: 1}, seed=5, first_index=100)
+    assert out["steady"] and out["first_step"] == 100
+    assert cfg.verify.min_steps <= out["steps_measured"] <= 8
+    assert out["rse"] <= 0.05 or out["steps_measured"] == 8
+    assert 100 < out["step_ms"] < 400 and out["gap_share"] > 0.5  # the pipeline binds
