@@ -1,8 +1,8 @@
 """The model proposes, a measurement decides.
 
 plan: which settings the training measures after its window (perfstudy.run.verify): the
-run's own, the model's pick, then the model's fastest predicted settings, `k` besides the
-run's own. The model prunes: on a machine with many cores and several sized operators the
+run's own, the model's pick, the fastest predicted setting of each mode (threads, processes:
+where the model errs most), then the fastest predicted others, `k` besides the run's own. The model prunes: on a machine with many cores and several sized operators the
 settings grow as CPUs^operators (x2 for each Python map), and the windows stay k + 1.
 
 verdict: what the windows say. Each window's mean step has a standard error (its steps'
@@ -34,7 +34,15 @@ def plan(advice: dict[str, Any], k: int) -> list[dict[str, Any]]:
     rows = sorted(advice["predictions"], key=lambda r: r["step_ms"])
     chosen: list[dict[str, Any]] = []
     pick = canonical(advice["pick"])
-    ordered = ([pick] if not _same(pick, now) else []) + [canonical(r["settings"]) for r in rows]
+    # the model is least sure across modes (threads against processes): the fastest predicted
+    # setting of each mode comes before the rest
+    modes: dict[tuple, dict[str, Any]] = {}
+    for row in rows:
+        settings = canonical(row["settings"])
+        if not _same(settings, now):
+            modes.setdefault(tuple(sorted(k for k in settings if k.endswith(MP))), settings)
+    ordered = ([pick] if not _same(pick, now) else []) + list(modes.values()) \
+        + [canonical(r["settings"]) for r in rows]
     for settings in ordered:
         if len(chosen) >= k:
             break

@@ -38,6 +38,7 @@ def test_plan_measures_the_own_setting_first_then_the_pick_then_the_fastest_othe
     assert [w["role"] for w in plan] == ["current", "candidate", "candidate"]
     assert plan[0]["settings"] == {KEY: 1}
     assert plan[1]["settings"] == {KEY: 2, KEY + MP: True} and plan[1]["is_model_pick"]
+    assert plan[2]["settings"] == {KEY: 2}  # the fastest in threads: the other mode, verified too
     assert len({str(sorted(w["settings"].items())) for w in plan}) == 3  # distinct settings
     assert all(v for w in plan for k, v in w["settings"].items() if k.endswith(MP))  # never MP False
     assert verification.plan(advice, 0) == plan[:1]
