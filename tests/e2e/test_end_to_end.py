@@ -134,6 +134,43 @@ def test_every_arm_is_profiled_and_diagnosed(study):
         assert all(isinstance(e["ts"], float | int) and e["dur"] >= 0 for e in complete)
 
 
+def test_every_answer_is_measured_before_it_is_given(study):
+    """The model proposes, the training measures: each arm's own setting and its best other
+    candidates ran in windows of their own, and the answer quotes a measured step."""
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(f"sqlite:///{study}/mlflow/mlflow.db")
+    for arm in ARMS:
+        run = study / "runs" / "seed_case" / arm
+        summary = json.loads((run / "summary.json").read_text())
+        rec = json.loads((run / "diagnosis.json").read_text())["recommendation"]
+        verification = summary["verification"]
+        if not verification["windows"]:  # the measured window was not steady: nothing verified
+            assert rec["action"] == "not_steady" and "not steady" in verification["skipped"]
+            continue
+        windows = verification["windows"]
+        assert windows[0]["role"] == "current" and len(windows) == 3  # own + 2 candidates
+        assert windows[0]["first_step"] == summary["steps_total"] + summary["steps_profiled"]
+        assert len({json.dumps(w["settings"], sort_keys=True) for w in windows}) == 3
+        for w in windows:
+            assert 1 + 1 + 2 <= w["steps"] <= 1 + 1 + 4 and w["step_ms"] > 0
+        assert 0 < verification["share_of_training"] and verification["budget_share"] == 0.25
+        if rec["verified"]:  # the promise is a measured step, the prediction beside it
+            measured = {round(w["step_ms"], 6) for w in windows}
+            assert round(rec["verified_step_ms"], 6) in measured
+            assert round(rec["verified_now_ms"], 6) == round(windows[0]["step_ms"], 6)
+            word = "measured" if rec["action"] == "set_workers" else "No setting helps (measured)"
+            assert word in rec["sentence"] and "predicted" in rec["sentence"]
+            assert len(rec["verification"]["rows"]) == sum(1 for w in windows if w["steady"])
+        else:
+            assert "Not verified" in rec["sentence"]
+        ids = json.loads((run / "mlflow_run.json").read_text())
+        history = client.get_metric_history(ids["run_id"], "verify/measured_step_ms")
+        assert len(history) == (len(rec["verification"]["rows"]) if rec["verified"] else 0)
+    md = (study / "report" / "seed_case" / "report.md").read_text()
+    assert "Verification: the model's candidates measured" in md and "Verification: what it cost" in md
+
+
 def test_mlflow_holds_one_parent_and_one_child_per_arm(study):
     from mlflow.tracking import MlflowClient
 
