@@ -165,6 +165,7 @@ class VerifyConfig:
     model's best `candidates` other settings; the recommendation is the best measured one."""
 
     candidates: int = 2  # settings verified beside the run's own (0: no verification)
+    warmup_steps: int = 0  # steps dropped after a window's step 0 (the graphs are warm)
     min_steps: int = 3  # measured steps per window, at least (after start-up and warm-up)
     max_steps: int = 10  # at most, when the steps keep varying
     # a window ends once the standard error of its mean step is this share of the mean
@@ -341,9 +342,12 @@ def _validate_verify(cfg: DictConfig) -> None:
     ver = cfg.verify
     if ver.candidates < 0:
         raise ConfigError(f"verify.candidates is {ver.candidates}; use 0 (no verification) or more.")
-    if not 1 <= ver.min_steps <= ver.max_steps:
+    if ver.warmup_steps < 0:
+        raise ConfigError(f"verify.warmup_steps is {ver.warmup_steps}; use 0 or more.")
+    if not 2 <= ver.min_steps <= ver.max_steps:
         raise ConfigError(f"verify.min_steps is {ver.min_steps} and verify.max_steps "
-                          f"{ver.max_steps}; use 1 <= min_steps <= max_steps.")
+                          f"{ver.max_steps}; use 2 <= min_steps <= max_steps (a window's noise "
+                          "needs two steps).")
     if not 0 < ver.target_rse < 1 or not 0 < ver.budget_share:
         raise ConfigError(f"verify.target_rse is {ver.target_rse} and verify.budget_share "
                           f"{ver.budget_share}; use a share in (0, 1) and a positive share.")

@@ -2,8 +2,9 @@
 
 plan: which settings the training measures after its window (perfstudy.run.verify): the
 run's own, the model's pick, the fastest predicted setting of each mode (threads, processes:
-where the model errs most), then the fastest predicted others, `k` besides the run's own. The model prunes: on a machine with many cores and several sized operators the
-settings grow as CPUs^operators (x2 for each Python map), and the windows stay k + 1.
+where the model errs most), then the fastest predicted others, `k` besides the run's own.
+The model prunes: on a machine with many cores and several sized operators the settings grow
+as CPUs^operators (x2 for each Python map), and the windows stay k + 1.
 
 verdict: what the windows say. Each window's mean step has a standard error (its steps'
 spread / sqrt(n)); two windows differ beyond noise when their ratio exceeds

@@ -2,7 +2,8 @@
 
 After the measured window, the profile and the calibration, the training process (its graphs
 already compiled) runs one short window per setting, each on a freshly built pipeline:
-step 0 waits for the new pipeline's start-up, `trainer.warmup_steps` more are dropped, then
+step 0 waits for the new pipeline's start-up, `verify.warmup_steps` (0) more are dropped (the
+graphs are warm; batches made in parallel during step 0 are what the drain rule drops), then
 steps are added until the window is steady and its mean is known well enough:
 * steady: the drain rule (perfstudy.measure.steptrace) leaves at least verify.min_steps
   measured steps after the batches buffered at the pipeline's start are gone;
@@ -39,14 +40,14 @@ PROCESS_FIELDS = {"pipeline.extra_transform_workers": "extra_transform_multiproc
 StepFn = Callable[[Any, Any], tuple[float, float, float]]
 
 
-def window_steps(ver_cfg, warmup_steps: int) -> int:
+def window_steps(ver_cfg) -> int:
     """The most steps one window can take (start-up, warm-up, max_steps measured)."""
-    return 1 + warmup_steps + ver_cfg.max_steps
+    return 1 + ver_cfg.warmup_steps + ver_cfg.max_steps
 
 
 def total_steps(cfg) -> int:
     """The most steps all windows together can take (the optimizer's schedule counts them)."""
-    return (cfg.verify.candidates + 1) * window_steps(cfg.verify, cfg.trainer.warmup_steps)
+    return (cfg.verify.candidates + 1) * window_steps(cfg.verify)
 
 
 def apply_settings(pipe_cfg, settings: dict[str, Any]):
@@ -71,11 +72,11 @@ def rse(values: pd.Series) -> float:
     return float(values.std(ddof=1) / math.sqrt(len(values)) / values.mean())
 
 
-def _judge(records: list[steptrace.StepTimes], batch_size: int, ver_cfg,
-           warmup: int) -> tuple[pd.DataFrame, str, bool, bool]:
+def _judge(records: list[steptrace.StepTimes], batch_size: int,
+           ver_cfg) -> tuple[pd.DataFrame, str, bool, bool]:
     """(phased frame, drain rule, steady, known) of a window so far."""
     frame = steptrace.steps_frame(records, batch_size)
-    frame, rule = steptrace.assign_phases(frame, warmup, first_phase="startup",
+    frame, rule = steptrace.assign_phases(frame, ver_cfg.warmup_steps, first_phase="startup",
                                           min_measured_steps=ver_cfg.min_steps)
     measured = frame[frame["phase"] == "measured"]["step_ms"]
     steady = len(measured) >= ver_cfg.min_steps and "capped" not in rule
@@ -88,7 +89,7 @@ def measure_window(step_fn: StepFn, source: str, cfg, settings: dict[str, Any], 
     """One window at `settings` on a fresh pipeline; its steps are numbered from first_index."""
     pipe_cfg = apply_settings(cfg.pipeline, settings)
     workers = pipeline.resolve_workers(pipe_cfg.num_parallel_workers, pipe_cfg.global_default_workers)
-    most = window_steps(cfg.verify, cfg.trainer.warmup_steps)
+    most = window_steps(cfg.verify)
     surplus = pipe_cfg.prefetch_size or 2
     started = time.perf_counter()
     dataset = pipeline.create_train_dataset(source, pipe_cfg, most + surplus, seed, workers)
@@ -107,9 +108,8 @@ def measure_window(step_fn: StepFn, source: str, cfg, settings: dict[str, Any], 
                                          "lower optimizer.lr or check the transforms' output.")
             records.append(steptrace.StepTimes(index, start, data_ready, fwd_bwd_end, end, loss))
             previous_end = end
-            if len(records) >= 1 + cfg.trainer.warmup_steps + cfg.verify.min_steps:
-                frame, rule, steady, known = _judge(records, pipe_cfg.batch_size, cfg.verify,
-                                                    cfg.trainer.warmup_steps)
+            if len(records) >= 1 + cfg.verify.warmup_steps + cfg.verify.min_steps:
+                frame, rule, steady, known = _judge(records, pipe_cfg.batch_size, cfg.verify)
                 if known:
                     break
     finally:

@@ -26,7 +26,7 @@ def test_settings_reach_the_pipeline_config_and_threads_switch_processes_off():
 
 def test_the_optimizer_schedule_counts_every_window_step():
     cfg = compose_run_config(["size=smoke", "verify.candidates=2", "verify.max_steps=6"])
-    assert verify.total_steps(cfg) == 3 * (1 + cfg.trainer.warmup_steps + 6)
+    assert verify.total_steps(cfg) == 3 * (1 + cfg.verify.warmup_steps + 6)
 
 
 def test_a_window_stops_once_its_mean_is_known(smoke_dataset):
