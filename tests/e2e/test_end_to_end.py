@@ -201,7 +201,7 @@ def test_mlflow_holds_one_parent_and_one_child_per_arm(study):
         assert f"pipeline/op{map_id}_Map/queue_usage" in child.data.metrics
         assert f"pipeline/op{map_id}_Map/cpu_pct" in child.data.metrics
         diagnosis = json.loads((arm_dir / "diagnosis.json").read_text())
-        if diagnosis["recommendation"]["action"] == "not_steady":  # one answer: no second setting
+        if not diagnosis["advisor"]["pick_is_recommendation"]:  # one answer: no second setting
             assert "perfstudy.advisor_pick_workers" not in child.data.tags
             assert "advisor/pick_workers" not in child.data.metrics
         else:

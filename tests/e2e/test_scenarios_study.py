@@ -9,6 +9,7 @@ import pytest
 from conftest import REPO, SNAKEMAKE, env_without_mlflow
 
 from perfstudy.common.io import read_json
+from perfstudy.decide.advisor import canonical
 
 pytestmark = pytest.mark.slow
 
@@ -43,8 +44,10 @@ def test_scenarios_are_diagnosed_swept_scored_and_tracked(tmp_path):
             assert advice["pick_is_recommendation"] is False
             assert advice["sentence"].startswith("What-if for information only")
             assert "trainer.steps" in answer["sentence"]
-        else:
-            assert advice["pick"] == answer["settings"] and advice["pick_is_recommendation"]
+        elif advice["pick_is_recommendation"]:  # the model's pick, measured (or not verified)
+            assert canonical(advice["pick"]) == canonical(answer["settings"])
+        else:  # measured, and the measurement chose another setting than the model's pick
+            assert answer["verified"] and advice["sentence"].startswith("Proposal, overruled")
         if answer["culprit_key"]:
             assert answer["culprit_key"] in advice["now"]
     # a swept run in processes records it; MindSpore's serialisation loses the op's name there
@@ -59,6 +62,11 @@ def test_scenarios_are_diagnosed_swept_scored_and_tracked(tmp_path):
     assert sorted(table.index) == ["python_cpu", "slow_reader"]
     assert table.loc["slow_reader", "swept"] == "pipeline.reader_workers"
     assert set(table["culprit right"]) <= {"yes", "NO"}
+    assert set(table["held out"]) == {"no"} and set(table["verified"]) <= {"yes", "no"}
+    for name in ("python_cpu", "slow_reader"):  # the promise: the verified (measured) step
+        answer = read_json(runs / name / "diagnosis.json")["recommendation"]
+        if answer.get("verified"):
+            assert table.loc[name, "promised (ms)"] == round(answer["verified_step_ms"])
     points = pd.read_csv(report / "scenario_predictions.csv")
     assert len(points) == 2 + 1  # every swept setting predicted against its measurement
     md = (report / "report.md").read_text()
@@ -74,5 +82,6 @@ def test_scenarios_are_diagnosed_swept_scored_and_tracked(tmp_path):
     tags = arms["python_cpu"].data.tags
     answer = read_json(runs / "python_cpu" / "diagnosis.json")["recommendation"]
     assert tags["perfstudy.action"] == answer["action"]
-    assert ("perfstudy.advisor_pick_workers" in tags) == (answer["action"] != "not_steady")
+    advice = read_json(runs / "python_cpu" / "diagnosis.json")["advisor"]
+    assert ("perfstudy.advisor_pick_workers" in tags) == advice["pick_is_recommendation"]
     assert "advisor/predicted_step_ms" in arms["python_cpu"].data.metrics

@@ -17,7 +17,7 @@ from typing import Any
 
 import pandas as pd
 
-from perfstudy.decide.advisor import WELL_FILLED, advise, held_up
+from perfstudy.decide.advisor import WELL_FILLED, advise, canonical, held_up
 from perfstudy.decide.decision import decide
 
 HIGHLY_INPUT_BOUND = 0.20
@@ -160,9 +160,14 @@ def label_advice(advice: dict[str, Any], answer: dict[str, Any]) -> dict[str, An
     """The advisor's block as diagnosis.json keeps it, saying what its pick is: the model behind
     the recommendation (the decision took it), or, when no verdict was issued, a what-if kept
     for information only. recommendation.settings is the one setting named recommended."""
-    if answer["action"] != "not_steady":
+    if answer["action"] != "not_steady" and canonical(advice["pick"]) == canonical(answer["settings"]):
         return {**advice, "role": "the model behind the recommendation (recommendation.settings "
-                "is its pick)", "pick_is_recommendation": True}
+                "is its pick" + (", and measurement confirmed it)" if answer.get("verified") else ")"),
+                "pick_is_recommendation": True}
+    if answer["action"] != "not_steady":  # verified: the measurement chose another setting
+        return {**advice, "role": "the model that proposed the verified settings; the measurement "
+                "chose recommendation.settings, not its pick", "pick_is_recommendation": False,
+                "sentence": f"Proposal, overruled by measurement: {advice['sentence']}"}
     return {**advice, "role": f"what-if {INFORMATION_ONLY}: no verdict was issued on this window",
             "pick_is_recommendation": False,
             "sentence": f"What-if {INFORMATION_ONLY} (no verdict on this window): {advice['sentence']}"}
