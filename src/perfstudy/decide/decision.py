@@ -305,7 +305,7 @@ def _verified(answer: dict[str, Any], checked: dict[str, Any], advice: dict[str,
         gain = now["step_ms"] / chosen["step_ms"] - 1
         sentence = (f"Set {describe_changes(changes, advice)}: measured {chosen['step_ms']:.0f} ms per "
                     f"step against {now['step_ms']:.0f} ms at the current setting ({1 + gain:.2f}x; "
-                    f"{n}; differences under {100 * checked['bar']:.0f} % count as noise), predicted "
+                    f"{n}; a change must clear {100 * checked['bar']:.0f} %), predicted "
                     f"{chosen['predicted_ms']:.0f} ms ({_pct(chosen['predicted_ms'], chosen['step_ms'])})")
         if stage is not None:
             sentence += f"; {stage['label']} is the slow operator"
@@ -321,8 +321,9 @@ def _verified(answer: dict[str, Any], checked: dict[str, Any], advice: dict[str,
         "input" if input_side else "compute")
     sentence = (f"No setting helps (measured): the fastest of {n} was "
                 f"{'the current one' if best is now else best['label']} at {best['step_ms']:.0f} ms "
-                f"against {now['step_ms']:.0f} ms now, within the {100 * checked['bar']:.0f} % the "
-                f"windows' noise allows (the model predicted {now['predicted_ms']:.0f} -> "
+                f"against {now['step_ms']:.0f} ms now, within the {100 * checked['bar']:.0f} % a change "
+                f"must clear (10 %, or the windows' noise if larger; the model predicted "
+                f"{now['predicted_ms']:.0f} -> "
                 f"{answer['model_answer']['predicted_step_ms']:.0f} ms"
                 + (f" for {describe_settings(answer['model_answer']['settings'], advice)}"
                    if answer["model_answer"]["action"] == "set_workers" else "") + ")")

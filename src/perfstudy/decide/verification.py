@@ -8,10 +8,12 @@ as CPUs^operators (x2 for each Python map), and the windows stay k + 1.
 
 verdict: what the windows say. Each window's mean step has a standard error (its steps'
 spread / sqrt(n)); two windows differ beyond noise when their ratio exceeds
-    bar = max(5 %, 2 x sqrt(rse_a^2 + rse_b^2))
-(two standard errors of the difference, and never below the model's own 5 %). A change is
-recommended only when a measured candidate beats the run's own setting by more than the bar;
-among those within the bar of the fastest, the cheapest (fewest changes, workers, processes).
+    bar = max(10 %, 2 x sqrt(rse_a^2 + rse_b^2))
+(two standard errors of the difference, and never below 10 %: the gain the diagnosis benchmark
+counts as a setting that matters; a smaller one is within what one short window on a shared
+host moves). A change is recommended only when a measured candidate beats the run's own
+setting by more than the bar; among those within the bar of the fastest, the cheapest (fewest
+changes, workers, processes).
 Otherwise the answer is "no setting helps (measured)". Every verified setting's predicted
 step is set against its measured one (the model's error, by the kind of the operator).
 """
@@ -21,8 +23,11 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from perfstudy.decide.advisor import WITHIN_BEST, canonical, describe_settings, predict
+from perfstudy.decide.advisor import canonical, describe_settings, predict
 from perfstudy.run.settings import MP
+
+
+MIN_GAIN = 0.10  # a measured gain below this is not recommended (the benchmark's "matters")
 
 
 def _same(a: dict[str, Any], b: dict[str, Any]) -> bool:
@@ -65,7 +70,7 @@ def _noise(a: dict[str, Any], b: dict[str, Any]) -> float:
 
 def bar(a: dict[str, Any], b: dict[str, Any]) -> float:
     """The share by which two windows must differ to count as different."""
-    return max(WITHIN_BEST, _noise(a, b))
+    return max(MIN_GAIN, _noise(a, b))
 
 
 def _cost(settings: dict[str, Any], now: dict[str, Any]) -> tuple:
