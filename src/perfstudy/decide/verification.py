@@ -26,7 +26,6 @@ from typing import Any
 from perfstudy.decide.advisor import canonical, describe_settings, predict
 from perfstudy.run.settings import MP
 
-
 MIN_GAIN = 0.10  # a measured gain below this is not recommended (the benchmark's "matters")
 
 
