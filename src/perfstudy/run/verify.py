@@ -8,7 +8,11 @@ steps are added until the window is steady and its mean is known well enough:
 * steady: the drain rule (perfstudy.measure.steptrace) leaves at least verify.min_steps
   measured steps after the batches buffered at the pipeline's start are gone;
 * known: the standard error of the mean measured step is at most verify.target_rse of it,
-  or verify.max_steps measured steps were taken.
+  or verify.max_steps measured steps were taken;
+* or, once steady, its share of the budget is spent: what is left of verify.budget_share x
+  the training's wall time, divided among the windows still to run (a window that ends early
+  leaves its time to the next). Its standard error is then what it is, and the verdict's
+  bar widens with it.
 The windows run in the order given (the run's own setting first), and a window that would
 start once the windows have used verify.budget_share of the training's wall time is skipped
 (the first two candidates never are). What each window measured, its spread and its cost is
@@ -85,8 +89,9 @@ def _judge(records: list[steptrace.StepTimes], batch_size: int,
 
 
 def measure_window(step_fn: StepFn, source: str, cfg, settings: dict[str, Any], seed: int,
-                   first_index: int) -> dict[str, Any]:
-    """One window at `settings` on a fresh pipeline; its steps are numbered from first_index."""
+                   first_index: int, allotted_s: float = math.inf) -> dict[str, Any]:
+    """One window at `settings` on a fresh pipeline; its steps are numbered from first_index.
+    It ends once steady and either known (target_rse, or max_steps) or past `allotted_s`."""
     pipe_cfg = apply_settings(cfg.pipeline, settings)
     workers = pipeline.resolve_workers(pipe_cfg.num_parallel_workers, pipe_cfg.global_default_workers)
     most = window_steps(cfg.verify)
@@ -96,6 +101,7 @@ def measure_window(step_fn: StepFn, source: str, cfg, settings: dict[str, Any], 
     iterator = dataset.create_tuple_iterator(num_epochs=1)
     records: list[steptrace.StepTimes] = []
     frame, rule, steady, known = pd.DataFrame(), "", False, False
+    ended = "max_steps"
     try:
         previous_end = time.time()
         for index in range(first_index, first_index + most):
@@ -110,7 +116,9 @@ def measure_window(step_fn: StepFn, source: str, cfg, settings: dict[str, Any], 
             previous_end = end
             if len(records) >= 1 + cfg.verify.warmup_steps + cfg.verify.min_steps:
                 frame, rule, steady, known = _judge(records, pipe_cfg.batch_size, cfg.verify)
-                if known:
+                if known or (steady and time.perf_counter() - started >= allotted_s):
+                    ended = "known" if known and rse(frame[frame["phase"] == "measured"]["step_ms"]) \
+                        <= cfg.verify.target_rse else "max_steps" if known else "time"
                     break
     finally:
         iterator.stop()
@@ -118,7 +126,8 @@ def measure_window(step_fn: StepFn, source: str, cfg, settings: dict[str, Any], 
     wall = time.perf_counter() - started
     out = {"settings": settings, "seed": seed, "steps": len(records),
            "steps_measured": int(len(measured)), "steady": bool(steady), "drain_rule": rule,
-           "wall_s": wall, "first_step": first_index}
+           "wall_s": wall, "first_step": first_index, "ended": ended,
+           "allotted_s": None if math.isinf(allotted_s) else allotted_s}
     if len(measured):
         out.update(step_ms=float(measured["step_ms"].mean()),
                    step_ms_median=float(measured["step_ms"].median()),
@@ -142,7 +151,10 @@ def run_windows(step_fn: StepFn, source: str, cfg, plan: list[dict[str, Any]], b
                 f"({100 * cfg.verify.budget_share:.0f} % of the training's {training_wall_s:.0f} s)")})
             continue
         log.info("verification window %d/%d: %s", number + 1, len(plan), entry.get("label", entry["settings"]))
-        window = measure_window(step_fn, source, cfg, entry["settings"], base_seed + number, index)
+        # what is left of the budget, shared by the windows still to run
+        allotted = max(budget_s - spent, 0.0) / (len(plan) - number)
+        window = measure_window(step_fn, source, cfg, entry["settings"], base_seed + number, index,
+                                allotted)
         index += window["steps"]
         windows.append({**entry, **window})
         if "step_ms" in window:

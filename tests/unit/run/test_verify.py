@@ -48,3 +48,23 @@ def test_a_window_stops_once_its_mean_is_known(smoke_dataset):
     assert cfg.verify.min_steps <= out["steps_measured"] <= 8
     assert out["rse"] <= 0.05 or out["steps_measured"] == 8
     assert 100 < out["step_ms"] < 400 and out["gap_share"] > 0.5  # the pipeline binds
+
+
+def test_a_noisy_window_ends_when_its_share_of_the_budget_is_spent(smoke_dataset):
+    """Steps that alternate 10 and 200 ms never reach 3 % standard error: the window ends once
+    steady and past its allotted time, well before max_steps, and says why."""
+    from perfstudy.data.dataset import load_manifest
+
+    cfg = compose_run_config(["size=smoke", "verify.min_steps=2", "verify.max_steps=30"])
+    count = {"n": 0}
+
+    def step_fn(images, labels):
+        count["n"] += 1
+        time.sleep(0.2 if count["n"] % 2 else 0.01)
+        now = time.time()
+        return 1.0, now, now
+
+    root = load_manifest(smoke_dataset)["root"]
+    out = verify.measure_window(step_fn, root, cfg, {}, seed=5, first_index=0, allotted_s=0.5)
+    assert out["ended"] == "time" and out["steady"] and out["steps_measured"] < 30
+    assert out["rse"] > cfg.verify.target_rse
