@@ -316,6 +316,16 @@ def _verified(answer: dict[str, Any], checked: dict[str, Any], advice: dict[str,
                 "culprit_kind": culprit_kind(stage),
                 "workers": changes.get(culprit_key), "remedies": [], "sentence": sentence + "."}
     best = checked["best"]
+    if checked["unresolved"]:
+        sentence = (f"Unresolved (measured): {best['label']} took {best['step_ms']:.0f} ms against "
+                    f"{now['step_ms']:.0f} ms now ({now['step_ms'] / best['step_ms']:.2f}x; {n}), but "
+                    f"the windows' noise (a change must clear {100 * checked['bar']:.0f} %) is larger "
+                    f"than the gain, so the setting is kept; the model predicted {best['predicted_ms']:.0f} "
+                    "ms there. Longer windows decide it: raise verify.budget_share (and "
+                    "verify.max_steps)")
+        return {**base, "action": "unresolved", "changes": {}, "settings": canonical(advice["now"]),
+                "predicted_step_ms": now["predicted_ms"], "predicted_gain": 0.0, "measured_gain": 0.0,
+                "workers": None, "remedies": fixes, "sentence": sentence + "."}
     action = "cannot_help" if input_side else "none"
     bound = answer["bound"] if answer["action"] != "set_workers" else (
         "input" if input_side else "compute")

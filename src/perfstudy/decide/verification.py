@@ -14,7 +14,9 @@ counts as a setting that matters; a smaller one is within what one short window 
 host moves). A change is recommended only when a measured candidate beats the run's own
 setting by more than the bar; among those within the bar of the fastest, the cheapest (fewest
 changes, workers, processes).
-Otherwise the answer is "no setting helps (measured)". Every verified setting's predicted
+When a candidate measured faster by more than 10 % but not beyond the noise, the windows
+cannot tell ("unresolved": the setting is kept and the answer says how to decide it, longer
+windows); otherwise the answer is "no setting helps (measured)". Every verified setting's predicted
 step is set against its measured one (the model's error, by the kind of the operator).
 """
 
@@ -95,7 +97,9 @@ def verdict(verification: dict[str, Any] | None) -> dict[str, Any] | None:
         near = [w for w in helps if w["step_ms"] / fastest["step_ms"] - 1 <= bar(w, fastest)]
         chosen = min(near, key=lambda w: _cost(canonical(w["settings"]), canonical(now["settings"])))
     best = min(windows, key=lambda w: w["step_ms"])
-    return {"now": now, "chosen": chosen, "best": best, "helps": bool(helps),
+    # faster by what matters, but not beyond the windows' noise: the windows cannot tell
+    unresolved = not helps and best is not now and now["step_ms"] / best["step_ms"] - 1 > MIN_GAIN
+    return {"now": now, "chosen": chosen, "best": best, "helps": bool(helps), "unresolved": unresolved,
             "bar": bar(now, chosen if chosen is not now else best),
             "measured": len(windows), "rows": accuracy_rows(verification)}
 

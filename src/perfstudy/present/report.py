@@ -109,6 +109,8 @@ def verdict_line(arm: Arm, baseline: Arm | None) -> str:
         else:
             parts.append(f"predicted {rec['predicted_now_ms']:.0f} → {rec['predicted_step_ms']:.0f} ms "
                          f"({1 + rec['predicted_gain']:.2f}x, not verified)")
+    elif action == "unresolved":
+        parts.append("do: nothing yet (a gain within the windows' noise); raise verify.budget_share")
     elif action == "not_steady":
         needed = (rec.get("validity") or {}).get("steps_needed")
         parts.append(f"do: run trainer.steps >= {needed}" if needed else "do: run more trainer.steps")

@@ -127,6 +127,8 @@ def measure_window(step_fn: StepFn, source: str, cfg, settings: dict[str, Any], 
     out = {"settings": settings, "seed": seed, "steps": len(records),
            "steps_measured": int(len(measured)), "steady": bool(steady), "drain_rule": rule,
            "wall_s": wall, "first_step": first_index, "ended": ended,
+           "step_ms_each": [round(float(v), 1) for v in frame["step_ms"]] if len(frame) else [],
+           "phases": list(frame["phase"]) if len(frame) else [],
            "allotted_s": None if math.isinf(allotted_s) else allotted_s}
     if len(measured):
         out.update(step_ms=float(measured["step_ms"].mean()),

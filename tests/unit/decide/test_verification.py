@@ -128,3 +128,19 @@ def test_the_cost_is_said_with_its_budget():
                                        "budget_share": 0.25})
     assert text == ("Verification: 2 window(s) of 13 steps in 12 s, 20 % of the training's 60 s "
                     "(budget 25 %); 1 skipped past the budget.")
+
+
+def test_a_gain_within_the_noise_is_unresolved_and_keeps_the_setting():
+    now = window({KEY: 1}, 900.0, role="current")
+    noisy = window({KEY: 2}, 700.0, rse=0.12)  # 29 % faster, 2 se of the difference 24 %: ...
+    assert verification.verdict({"windows": [now, noisy]})["helps"]
+    noisier = window({KEY: 2}, 700.0, rse=0.20)  # ... 41 %: the windows cannot tell
+    checked = verification.verdict({"windows": [now, noisier]})
+    assert not checked["helps"] and checked["unresolved"]
+    base = summary()
+    key = "pipeline.num_parallel_workers"
+    answer = diagnosis.diagnose(_verified(base, [window({key: 1}, 4000.0, role="current"),
+                                                 window({key: 2}, 3000.0, rse=0.25)]), steps())
+    rec = answer["recommendation"]
+    assert rec["action"] == "unresolved" and rec["changes"] == {} and rec["verified"]
+    assert rec["sentence"].startswith("Unresolved (measured)") and "verify.budget_share" in rec["sentence"]
