@@ -116,7 +116,9 @@ def measure_window(step_fn: StepFn, source: str, cfg, settings: dict[str, Any], 
             previous_end = end
             if len(records) >= 1 + cfg.verify.warmup_steps + cfg.verify.min_steps:
                 frame, rule, steady, known = _judge(records, pipe_cfg.batch_size, cfg.verify)
-                if known or (steady and time.perf_counter() - started >= allotted_s):
+                # past its share once another step would not fit in it (a step of the last's length)
+                spent = time.perf_counter() - started + (end - start)
+                if known or (steady and spent >= allotted_s):
                     ended = "known" if known and rse(frame[frame["phase"] == "measured"]["step_ms"]) \
                         <= cfg.verify.target_rse else "max_steps" if known else "time"
                     break
