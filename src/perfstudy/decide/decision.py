@@ -26,7 +26,7 @@ from typing import Any
 
 from perfstudy.data.prepare import Settings, bounded_megapixels
 from perfstudy.decide.advisor import COMPUTES, canonical, describe_settings, predict
-from perfstudy.decide.verification import verdict
+from perfstudy.decide.verification import reference, verdict
 from perfstudy.run.settings import MP
 
 NOT_STEADY = 0.92  # steady step / floor below this: the window was not steady
@@ -274,7 +274,7 @@ def decide(summary: dict[str, Any], advice: dict[str, Any], band: str, compute_m
               "sentence": sentence + ".", "verified": False,
               "model_answer": {"action": action, "settings": advice["pick"],
                                "predicted_step_ms": pick["step_ms"]}}
-    checked = verdict(summary.get("verification"))
+    checked = verdict(summary.get("verification"), reference(summary))
     if checked is None:
         if summary.get("verification"):
             answer["sentence"] += (" Not verified: " + (summary["verification"].get("skipped")
@@ -293,7 +293,7 @@ def _verified(answer: dict[str, Any], checked: dict[str, Any], advice: dict[str,
     n = (f"{checked['measured']} settings measured, {min(counts)}-{max(counts)} steps each on a "
          "fresh pipeline")
     base = {**answer, "verified": True, "verification": {
-        k: checked[k] for k in ("helps", "bar", "measured", "rows")},
+        k: checked[k] for k in ("helps", "unresolved", "unrepresentative", "bar", "measured", "rows")},
         "verified_now_ms": now["step_ms"], "verified_step_ms": chosen["step_ms"]}
     if checked["helps"]:
         settings = canonical(chosen["settings"])
@@ -316,6 +316,16 @@ def _verified(answer: dict[str, Any], checked: dict[str, Any], advice: dict[str,
                 "culprit_kind": culprit_kind(stage),
                 "workers": changes.get(culprit_key), "remedies": [], "sentence": sentence + "."}
     best = checked["best"]
+    if checked["unrepresentative"] is not None:
+        sentence = (f"Unresolved (measured): the short window at the current setting took "
+                    f"{now['step_ms']:.0f} ms per step, {100 * checked['unrepresentative']:+.0f} % off "
+                    f"the run's own measured window ({checked['own']['step_ms']:.0f} ms; beyond the "
+                    f"{100 * checked['bar']:.0f} % of their noise), so the {n} had not reached the "
+                    "steady state and decide nothing; the setting is kept. Longer windows decide it: "
+                    "raise verify.budget_share and verify.max_steps")
+        return {**base, "action": "unresolved", "changes": {}, "settings": canonical(advice["now"]),
+                "predicted_step_ms": now["predicted_ms"], "predicted_gain": 0.0, "measured_gain": 0.0,
+                "workers": None, "remedies": fixes, "sentence": sentence + "."}
     if checked["unresolved"]:
         sentence = (f"Unresolved (measured): {best['label']} took {best['step_ms']:.0f} ms against "
                     f"{now['step_ms']:.0f} ms now ({now['step_ms'] / best['step_ms']:.2f}x; {n}), but "

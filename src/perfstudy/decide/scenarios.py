@@ -113,10 +113,11 @@ def score(runs: list) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 
 def _promise(answer: dict) -> float | None:
-    """The step the answer's sentence promises: the verified (measured) one, else the model's."""
-    if answer.get("verified"):
-        return answer.get("verified_step_ms")
-    return answer.get("predicted_step_ms")
+    """The step the answer promises: for a change, the verified (measured) one, else the model's;
+    for keeping the setting, the run's own measured step."""
+    if answer.get("action") != "set_workers":
+        return answer.get("measured_step_ms")
+    return answer.get("verified_step_ms") if answer.get("verified") else answer.get("predicted_step_ms")
 
 
 def summary_line(table: pd.DataFrame) -> str:

@@ -16,7 +16,10 @@ setting by more than the bar; among those within the bar of the fastest, the che
 changes, workers, processes).
 When a candidate measured faster by more than 10 % but not beyond the noise, the windows
 cannot tell ("unresolved": the setting is kept and the answer says how to decide it, longer
-windows); otherwise the answer is "no setting helps (measured)". Every verified setting's predicted
+windows); otherwise the answer is "no setting helps (measured)". First, the window at the
+run's own setting is checked against the run's own measured window: when they differ beyond
+the bar, the short windows had not reached the steady state (measured on 2 cores: a Python
+map's steps still moved by +-50 % over their first four) and decide nothing either. Every verified setting's predicted
 step is set against its measured one (the model's error, by the kind of the operator).
 """
 
@@ -81,15 +84,33 @@ def _cost(settings: dict[str, Any], now: dict[str, Any]) -> tuple:
     return (changes, workers, processes)
 
 
-def verdict(verification: dict[str, Any] | None) -> dict[str, Any] | None:
+def reference(summary: dict[str, Any]) -> dict[str, Any] | None:
+    """The run's own measured window as a window: its mean step and standard error (from the
+    p10..p90 spread of its steps: 2.56 standard deviations of a normal spread)."""
+    spread, n = summary.get("step_ms") or {}, summary.get("steps_measured") or 0
+    if not summary.get("steady_step_ms") or n < 2 or "p90" not in spread:
+        return None
+    sd = (spread["p90"] - spread["p10"]) / 2.56
+    return {"step_ms": summary["steady_step_ms"], "rse": sd / math.sqrt(n) / summary["steady_step_ms"]}
+
+
+def verdict(verification: dict[str, Any] | None,
+            own: dict[str, Any] | None = None) -> dict[str, Any] | None:
     """What the windows decide, or None when they cannot (no windows, the run's own setting
-    or every candidate unmeasured or not steady)."""
+    or every candidate unmeasured or not steady). `own`: the run's measured window
+    (reference()); when the short window at the same setting differs from it beyond the bar,
+    the short windows did not reach the steady state and decide nothing ("unrepresentative")."""
     windows = [w for w in (verification or {}).get("windows", [])
                if w.get("steady") and w.get("step_ms") and math.isfinite(w.get("rse", math.inf))]
     now = next((w for w in windows if w["role"] == "current"), None)
     others = [w for w in windows if w is not now]
     if now is None or not others:
         return None
+    drift = None if own is None else now["step_ms"] / own["step_ms"] - 1
+    if drift is not None and abs(drift) > bar(now, own):
+        return {"now": now, "chosen": now, "best": min(windows, key=lambda w: w["step_ms"]),
+                "helps": False, "unresolved": True, "unrepresentative": drift, "own": own,
+                "bar": bar(now, own), "measured": len(windows), "rows": accuracy_rows(verification)}
     helps = [w for w in others if now["step_ms"] / w["step_ms"] - 1 > bar(now, w)]
     chosen = now
     if helps:
@@ -100,6 +121,7 @@ def verdict(verification: dict[str, Any] | None) -> dict[str, Any] | None:
     # faster by what matters, but not beyond the windows' noise: the windows cannot tell
     unresolved = not helps and best is not now and now["step_ms"] / best["step_ms"] - 1 > MIN_GAIN
     return {"now": now, "chosen": chosen, "best": best, "helps": bool(helps), "unresolved": unresolved,
+            "unrepresentative": None,
             "bar": bar(now, chosen if chosen is not now else best),
             "measured": len(windows), "rows": accuracy_rows(verification)}
 

@@ -144,3 +144,18 @@ def test_a_gain_within_the_noise_is_unresolved_and_keeps_the_setting():
     rec = answer["recommendation"]
     assert rec["action"] == "unresolved" and rec["changes"] == {} and rec["verified"]
     assert rec["sentence"].startswith("Unresolved (measured)") and "verify.budget_share" in rec["sentence"]
+
+
+def test_short_windows_that_disagree_with_the_runs_own_window_decide_nothing():
+    """The window at the run's own setting is checked against the run's measured window: 30 %
+    off it means the short windows had not reached the steady state."""
+    key = "pipeline.num_parallel_workers"
+    base = {**summary(), "step_ms": {"p10": 3900.0, "p90": 4100.0, "median": 4000.0, "mean": 4000.0}}
+    windows = [window({key: 1}, 2800.0, role="current"), window({key: 2}, 2000.0)]
+    rec = diagnosis.diagnose(_verified(base, windows), steps())["recommendation"]
+    assert rec["action"] == "unresolved" and rec["changes"] == {}
+    assert rec["verification"]["unrepresentative"] == pytest.approx(-0.3)
+    assert "had not reached the steady state" in rec["sentence"]
+    agreeing = [window({key: 1}, 3950.0, role="current"), window({key: 2}, 2500.0)]
+    assert diagnosis.diagnose(_verified(base, agreeing), steps())["recommendation"]["action"] == "set_workers"
+    assert verification.reference({"steady_step_ms": 4000.0, "steps_measured": 1}) is None
