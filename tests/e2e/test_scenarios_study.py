@@ -54,7 +54,7 @@ def test_scenarios_are_diagnosed_swept_scored_and_tracked(tmp_path):
     swept = read_json(runs / "python_cpu_w2_mp" / "summary.json")
     assert swept["operator_settings"]["pipeline.extra_transform_workers:multiprocessing"] is True
     assert swept["scenario"] == {"name": "python_cpu", "role": "truth", "truth": "python_cpu",
-                                 "key": "pipeline.extra_transform_workers"}
+                                 "key": "pipeline.extra_transform_workers", "held_out": False}
     assert "PythonBurn" in str(read_json(runs / "python_cpu_w2_mp" / "profile" / "pipeline.json"))
 
     report = tmp_path / "report" / "scenarios"
