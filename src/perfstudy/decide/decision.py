@@ -316,6 +316,9 @@ def _verified(answer: dict[str, Any], checked: dict[str, Any], advice: dict[str,
                 "culprit_kind": culprit_kind(stage),
                 "workers": changes.get(culprit_key), "remedies": [], "sentence": sentence + "."}
     best = checked["best"]
+    kept = {**base, "action": "unresolved", "changes": {}, "settings": canonical(advice["now"]),
+            "predicted_step_ms": now["predicted_ms"], "predicted_gain": 0.0, "measured_gain": 0.0,
+            "workers": None, "remedies": fixes}  # the windows cannot tell: the setting is kept
     if checked["unrepresentative"] is not None:
         sentence = (f"Unresolved (measured): the short window at the current setting took "
                     f"{now['step_ms']:.0f} ms per step, {100 * checked['unrepresentative']:+.0f} % off "
@@ -323,9 +326,7 @@ def _verified(answer: dict[str, Any], checked: dict[str, Any], advice: dict[str,
                     f"{100 * checked['bar']:.0f} % of their noise), so the {n} had not reached the "
                     "steady state and decide nothing; the setting is kept. Longer windows decide it: "
                     "raise verify.budget_share and verify.max_steps")
-        return {**base, "action": "unresolved", "changes": {}, "settings": canonical(advice["now"]),
-                "predicted_step_ms": now["predicted_ms"], "predicted_gain": 0.0, "measured_gain": 0.0,
-                "workers": None, "remedies": fixes, "sentence": sentence + "."}
+        return {**kept, "sentence": sentence + "."}
     if checked["unresolved"]:
         sentence = (f"Unresolved (measured): {best['label']} took {best['step_ms']:.0f} ms against "
                     f"{now['step_ms']:.0f} ms now ({now['step_ms'] / best['step_ms']:.2f}x; {n}), but "
@@ -333,9 +334,7 @@ def _verified(answer: dict[str, Any], checked: dict[str, Any], advice: dict[str,
                     f"than the gain, so the setting is kept; the model predicted {best['predicted_ms']:.0f} "
                     "ms there. Longer windows decide it: raise verify.budget_share (and "
                     "verify.max_steps)")
-        return {**base, "action": "unresolved", "changes": {}, "settings": canonical(advice["now"]),
-                "predicted_step_ms": now["predicted_ms"], "predicted_gain": 0.0, "measured_gain": 0.0,
-                "workers": None, "remedies": fixes, "sentence": sentence + "."}
+        return {**kept, "sentence": sentence + "."}
     action = "cannot_help" if input_side else "none"
     bound = answer["bound"] if answer["action"] != "set_workers" else (
         "input" if input_side else "compute")

@@ -3,8 +3,6 @@ what they cost), and the model's accuracy by operator kind across a benchmark's 
 
 from __future__ import annotations
 
-from typing import Any
-
 import pandas as pd
 
 from perfstudy.decide.advisor import canonical
@@ -29,12 +27,8 @@ def windows_table(arms: list) -> pd.DataFrame:
                 "steps": w.get("steps_measured", ""),
                 "error": "" if measured is None else f"{100 * (w['predicted_ms'] - measured) / measured:+.1f} %",
                 "steady": w.get("skipped") or ("yes" if w.get("steady") else "no"),
-                "recommended": "yes" if chosen is not None and _same(w["settings"], chosen) else ""})
+                "recommended": "yes" if chosen is not None and canonical(w["settings"]) == canonical(chosen) else ""})
     return pd.DataFrame(rows)
-
-
-def _same(a: dict[str, Any], b: dict[str, Any]) -> bool:
-    return canonical(a) == canonical(b)
 
 
 def cost_lines(arms: list) -> list[str]:
