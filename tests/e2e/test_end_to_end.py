@@ -135,8 +135,9 @@ def test_every_arm_is_profiled_and_diagnosed(study):
 
 
 def test_every_answer_is_measured_before_it_is_given(study):
-    """The model proposes, the training measures: each arm's own setting and its best other
-    candidates ran in windows of their own, and the answer quotes a measured step."""
+    """The model proposes, the training measures: each arm's best other candidates ran in
+    windows of their own after its measured window (its own setting's measurement), and the
+    answer quotes a measured step."""
     from mlflow.tracking import MlflowClient
 
     client = MlflowClient(f"sqlite:///{study}/mlflow/mlflow.db")
@@ -151,9 +152,13 @@ def test_every_answer_is_measured_before_it_is_given(study):
         windows = verification["windows"]
         settings = len(json.loads((run / "diagnosis.json").read_text())["advisor"]["predictions"])
         assert windows[0]["role"] == "current" and len(windows) == 1 + min(2, settings - 1)
-        assert windows[0]["first_step"] == len(pd.read_csv(run / "steps.csv"))  # numbered on
+        own, short = windows[0], windows[1:]
+        # the run's own setting is its measured window; the candidates ran after it, numbered on
+        assert own["main_window"] and own["steps"] == 0 and own["steps_measured"] == summary["steps_measured"]
+        assert own["step_ms"] == pytest.approx(summary["steady_step_ms"], rel=1e-3)
+        assert short[0]["first_step"] == len(pd.read_csv(run / "steps.csv"))
         assert len({json.dumps(w["settings"], sort_keys=True) for w in windows}) == len(windows)
-        for w in windows:
+        for w in short:
             assert 1 + 2 <= w["steps"] <= 1 + 4 and w["step_ms"] > 0  # start-up, 2-4 measured
         assert 0 < verification["share_of_training"] and verification["budget_share"] == 0.25
         if rec["verified"]:  # the promise is a measured step, the prediction beside it

@@ -161,10 +161,14 @@ class ProfilerConfig:
 @dataclass
 class VerifyConfig:
     """The model proposes, a measurement decides: after the measured window (and the profile),
-    the training runs a short window on a freshly built pipeline at its own setting and at the
-    model's best `candidates` other settings; the recommendation is the best measured one."""
+    the training runs a short window on a freshly built pipeline at each of the model's best
+    `candidates` settings; the run's own setting is its measured window; the recommendation is
+    the best measured one."""
 
     candidates: int = 2  # settings verified beside the run's own (0: no verification)
+    # also a short window at the run's own setting (a check that short windows read like the
+    # run's long one; one window more)
+    own_window: bool = False
     warmup_steps: int = 0  # steps dropped after a window's step 0 (the graphs are warm)
     min_steps: int = 3  # measured steps per window, at least (after start-up and warm-up)
     max_steps: int = 10  # at most, when the steps keep varying

@@ -1,8 +1,9 @@
 """The model proposes, a measurement decides.
 
 plan: which settings the training measures after its window (perfstudy.run.verify): the
-run's own, the model's pick, the fastest predicted setting of each mode (threads, processes:
-where the model errs most), then the fastest predicted others, `k` besides the run's own.
+model's pick, the slow operator in each mode it can run in (threads, processes: where the
+model errs most), then the fastest predicted others, `k` in all; the run's own setting is
+measured by the run's own window (or, with verify.own_window, by a short window too).
 The model prunes: on a machine with many cores and several sized operators the settings grow
 as CPUs^operators (x2 for each Python map), and the windows stay k + 1.
 
@@ -12,15 +13,16 @@ spread / sqrt(n)); two windows differ beyond noise when their ratio exceeds
 (two standard errors of the difference, and never below 10 %: the gain the diagnosis benchmark
 counts as a setting that matters; a smaller one is within what one short window on a shared
 host moves). A change is recommended only when a measured candidate beats the run's own
-setting by more than the bar; among those within the bar of the fastest, the cheapest (fewest
-changes, workers, processes).
+setting (its measured window, the run's longest) by more than the bar; among those within the
+bar of the fastest, the cheapest (fewest changes, workers, processes).
 When a candidate measured faster by more than 10 % but not beyond the noise, the windows
 cannot tell ("unresolved": the setting is kept and the answer says how to decide it, longer
-windows); otherwise the answer is "no setting helps (measured)". First, the window at the
-run's own setting is checked against the run's own measured window: when they differ beyond
-the bar, the short windows had not reached the steady state (measured on 2 cores: a Python
-map's steps still moved by +-50 % over their first four) and decide nothing either. Every verified setting's predicted
-step is set against its measured one (the model's error, by the kind of the operator).
+windows); otherwise the answer is "no setting helps (measured)". With verify.own_window, a
+short window at the run's own setting is checked against the run's own measured window: when
+they differ beyond the bar, the short windows had not reached the steady state (measured on 2
+cores: a Python map's steps still moved by +-50 % over their first four) and decide nothing.
+Every verified setting's predicted step is set against its measured one (the model's error,
+by the kind of the operator).
 """
 
 from __future__ import annotations
@@ -38,20 +40,37 @@ def _same(a: dict[str, Any], b: dict[str, Any]) -> bool:
     return canonical(a) == canonical(b)
 
 
+def _culprit_modes(advice: dict[str, Any], now: dict[str, Any]) -> list[dict[str, Any]]:
+    """The slow operator (the model's slowest at the run's setting) in each mode it can run in,
+    the rest as now: where the model errs most (threads against processes of a Python map).
+    Per mode its fastest predicted worker count; where the model sees no difference between
+    counts, the most workers (the mode's strongest test)."""
+    stage = next((s for s in advice["stages"] if s["label"] == advice.get("now_slowest_stage")), None)
+    if stage is None:
+        return []
+    key = stage["key"]
+    modes: dict[bool, tuple] = {}
+    for row in advice["predictions"]:
+        settings = canonical(row["settings"])
+        others = {k: v for k, v in settings.items() if k != key and k != key + MP}
+        rest = {k: v for k, v in now.items() if k != key and k != key + MP}
+        if others != rest or _same(settings, now):
+            continue
+        mode = bool(settings.get(key + MP))
+        rank = (row["step_ms"], -settings.get(key, 1))
+        if mode not in modes or rank < modes[mode][0]:
+            modes[mode] = (rank, settings)
+    return [settings for _, settings in sorted(modes.values(), key=lambda m: m[0])]
+
+
 def plan(advice: dict[str, Any], k: int) -> list[dict[str, Any]]:
-    """The windows to measure: the run's own setting first, then up to k candidates."""
+    """The windows to measure: the run's own setting first, then up to k candidates: the
+    model's pick, the slow operator in each mode (threads, processes), the fastest others."""
     now = canonical(advice["now"])
     rows = sorted(advice["predictions"], key=lambda r: r["step_ms"])
     chosen: list[dict[str, Any]] = []
     pick = canonical(advice["pick"])
-    # the model is least sure across modes (threads against processes): the fastest predicted
-    # setting of each mode comes before the rest
-    modes: dict[tuple, dict[str, Any]] = {}
-    for row in rows:
-        settings = canonical(row["settings"])
-        if not _same(settings, now):
-            modes.setdefault(tuple(sorted(k for k in settings if k.endswith(MP))), settings)
-    ordered = ([pick] if not _same(pick, now) else []) + list(modes.values()) \
+    ordered = ([pick] if not _same(pick, now) else []) + _culprit_modes(advice, now) \
         + [canonical(r["settings"]) for r in rows]
     for settings in ordered:
         if len(chosen) >= k:
@@ -98,15 +117,16 @@ def verdict(verification: dict[str, Any] | None,
             own: dict[str, Any] | None = None) -> dict[str, Any] | None:
     """What the windows decide, or None when they cannot (no windows, the run's own setting
     or every candidate unmeasured or not steady). `own`: the run's measured window
-    (reference()); when the short window at the same setting differs from it beyond the bar,
-    the short windows did not reach the steady state and decide nothing ("unrepresentative")."""
+    (reference()); when a short window at the same setting (verify.own_window) differs from it
+    beyond the bar, the short windows did not reach the steady state and decide nothing
+    ("unrepresentative"). Without one, the run's own setting is its measured window."""
     windows = [w for w in (verification or {}).get("windows", [])
                if w.get("steady") and w.get("step_ms") and math.isfinite(w.get("rse", math.inf))]
     now = next((w for w in windows if w["role"] == "current"), None)
     others = [w for w in windows if w is not now]
     if now is None or not others:
         return None
-    drift = None if own is None else now["step_ms"] / own["step_ms"] - 1
+    drift = None if own is None or now.get("main_window") else now["step_ms"] / own["step_ms"] - 1
     if drift is not None and abs(drift) > bar(now, own):
         return {"now": now, "chosen": now, "best": min(windows, key=lambda w: w["step_ms"]),
                 "helps": False, "unresolved": True, "unrepresentative": drift, "own": own,
@@ -142,12 +162,14 @@ def cost_sentence(verification: dict[str, Any] | None) -> str | None:
     """What the verification cost, in words (None without one)."""
     if not verification or "wall_s" not in verification:
         return None
-    measured = sum(1 for w in verification["windows"] if "step_ms" in w)
+    measured = sum(1 for w in verification["windows"] if "step_ms" in w and not w.get("main_window"))
     skipped = sum(1 for w in verification["windows"] if "skipped" in w)
     text = (f"Verification: {measured} window(s) of {sum(w.get('steps', 0) for w in verification['windows'])} "
             f"steps in {verification['wall_s']:.0f} s, {100 * verification['share_of_training']:.0f} % of "
             f"the training's {verification['training_wall_s']:.0f} s (budget "
-            f"{100 * verification['budget_share']:.0f} %)")
+            f"{100 * verification['budget_share']:.0f} %)"
+            + ("; the current setting is the run's own measured window"
+               if any(w.get("main_window") for w in verification["windows"]) else ""))
     return text + (f"; {skipped} skipped past the budget." if skipped else ".")
 
 

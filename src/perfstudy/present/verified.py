@@ -26,7 +26,8 @@ def windows_table(arms: list) -> pd.DataFrame:
                 "± (se)": "" if measured is None else f"{100 * w['rse']:.1f} %",
                 "steps": w.get("steps_measured", ""),
                 "error": "" if measured is None else f"{100 * (w['predicted_ms'] - measured) / measured:+.1f} %",
-                "steady": w.get("skipped") or ("yes" if w.get("steady") else "no"),
+                "steady": w.get("skipped") or ("the run's window" if w.get("main_window")
+                                               else "yes" if w.get("steady") else "no"),
                 "recommended": "yes" if chosen is not None and canonical(w["settings"]) == canonical(chosen) else ""})
     return pd.DataFrame(rows)
 

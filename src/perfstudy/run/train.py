@@ -276,7 +276,7 @@ def dataset_facts(cfg, manifest: dict[str, Any]) -> dict[str, Any]:
 
 
 def _verify(cfg, propose, train_step: TrainStep, source: str, run_dir: Path,
-            first_index: int, training_wall: float) -> dict[str, Any]:
+            first_index: int, training_wall: float, measured_ms: pd.Series) -> dict[str, Any]:
     """The verification windows of the model's best settings (and the run's own)."""
     plan = propose(run_dir, cfg.verify.candidates)
     if not plan["windows"]:
@@ -284,7 +284,7 @@ def _verify(cfg, propose, train_step: TrainStep, source: str, run_dir: Path,
         return plan
     result = verify.run_windows(lambda images, labels: _timed_step(train_step, images, labels),
                                 source, cfg, plan["windows"], run_seed(cfg) + 3, first_index,
-                                training_wall)
+                                training_wall, measured_ms)
     log.info("verification: %d windows in %.0f s (%.0f %% of the training's %.0f s)",
              sum(1 for w in result["windows"] if "step_ms" in w), result["wall_s"],
              100 * result["share_of_training"], training_wall)
@@ -431,7 +431,8 @@ def run(cfg, manifest_path: str | Path | None = None,
     write_json(run_dir / "summary.json", summary)
     if propose is not None and cfg.verify.candidates > 0 and not cfg.pipeline.autotune:
         summary["verification"] = _verify(cfg, propose, train_step, source, run_dir,
-                                          len(frame), summary["run_wall_s"])
+                                          len(frame), summary["run_wall_s"],
+                                          frame[frame["phase"] == "measured"]["step_ms"])
         write_json(run_dir / "summary.json", summary)
     log.info("steady step %.0f ms, gap share %.0f %%, %.1f img/s over %d measured steps "
              "(%d excluded); floor %.0f ms (%s)", summary["steady_step_ms"],

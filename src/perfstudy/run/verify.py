@@ -13,10 +13,13 @@ steps are added until the window is steady and its mean is known well enough:
   the training's wall time, divided among the windows still to run (a window that ends early
   leaves its time to the next). Its standard error is then what it is, and the verdict's
   bar widens with it.
-The windows run in the order given (the run's own setting first), and a window that would
-start once the windows have used verify.budget_share of the training's wall time is skipped
-(the first two candidates never are). What each window measured, its spread and its cost is
-returned; which setting wins is decide/'s (perfstudy.decide.verification).
+The run's own setting is measured by the run's own window (its measured steps, all of them:
+the best-known step of the lot), unless verify.own_window asks for a short window of it too
+(a check that short windows read like long ones, at the cost of one more window). The others
+run in the order given, and a window that would start once the windows have used
+verify.budget_share of the training's wall time is skipped (the first two never are). What
+each window measured, its spread and its cost is returned; which setting wins is decide/'s
+(perfstudy.decide.verification).
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ PROCESS_FIELDS = {"pipeline.extra_transform_workers": "extra_transform_multiproc
                   "pipeline.batch_transform_workers": "batch_transform_multiprocessing"}
 # a step function: (images, labels) -> (loss, fwd_bwd_end_s, end_s), as train._timed_step
 StepFn = Callable[[Any, Any], tuple[float, float, float]]
+ALWAYS_RUN = 2  # the first two short windows run whatever the budget says
 
 
 def window_steps(ver_cfg) -> int:
@@ -51,7 +55,7 @@ def window_steps(ver_cfg) -> int:
 
 def total_steps(cfg) -> int:
     """The most steps all windows together can take (the optimizer's schedule counts them)."""
-    return (cfg.verify.candidates + 1) * window_steps(cfg.verify)
+    return (cfg.verify.candidates + int(cfg.verify.own_window)) * window_steps(cfg.verify)
 
 
 def apply_settings(pipe_cfg, settings: dict[str, Any]):
@@ -140,25 +144,43 @@ def measure_window(step_fn: StepFn, source: str, cfg, settings: dict[str, Any], 
     return out
 
 
+def main_window(entry: dict[str, Any], measured_ms: pd.Series) -> dict[str, Any]:
+    """The run's own setting as measured by the run's own window (its measured steps)."""
+    return {**entry, "main_window": True, "steps": 0, "steps_measured": int(len(measured_ms)),
+            "steady": len(measured_ms) >= 2, "ended": "the run's measured window", "wall_s": 0.0,
+            "step_ms": float(measured_ms.mean()), "step_ms_median": float(measured_ms.median()),
+            "rse": rse(measured_ms)}
+
+
 def run_windows(step_fn: StepFn, source: str, cfg, plan: list[dict[str, Any]], base_seed: int,
-                first_index: int, training_wall_s: float) -> dict[str, Any]:
+                first_index: int, training_wall_s: float,
+                measured_ms: pd.Series | None = None) -> dict[str, Any]:
     """Measure each planned setting (plan[0]: the run's own) within the budget; returns the
-    windows (in plan order, each with the plan's own fields) and their cost."""
+    windows (in plan order, each with the plan's own fields) and their cost. The run's own
+    setting is taken from its measured window (`measured_ms`, its steps) unless
+    verify.own_window asks for a short window of it too."""
     budget_s = cfg.verify.budget_share * training_wall_s
     started = time.perf_counter()
     windows, index = [], first_index
+    own_from_main = not cfg.verify.own_window and measured_ms is not None
+    to_run = [e for e in plan if not (own_from_main and e["role"] == "current")]
+    ran = 0
     for number, entry in enumerate(plan):
+        if own_from_main and entry["role"] == "current":
+            windows.append(main_window(entry, measured_ms))
+            continue
         spent = time.perf_counter() - started
-        if number > 2 and spent + windows[-1]["wall_s"] > budget_s:  # current + 2 always run
+        if ran >= ALWAYS_RUN and spent + windows[-1]["wall_s"] > budget_s:
             windows.append({**entry, "skipped": (
                 f"the windows had used {spent:.0f} s of the {budget_s:.0f} s budget "
                 f"({100 * cfg.verify.budget_share:.0f} % of the training's {training_wall_s:.0f} s)")})
             continue
-        log.info("verification window %d/%d: %s", number + 1, len(plan), entry.get("label", entry["settings"]))
+        log.info("verification window %d/%d: %s", ran + 1, len(to_run), entry.get("label", entry["settings"]))
         # what is left of the budget, shared by the windows still to run
-        allotted = max(budget_s - spent, 0.0) / (len(plan) - number)
+        allotted = max(budget_s - spent, 0.0) / (len(to_run) - ran)
         window = measure_window(step_fn, source, cfg, entry["settings"], base_seed + number, index,
                                 allotted)
+        ran += 1
         index += window["steps"]
         windows.append({**entry, **window})
         if "step_ms" in window:

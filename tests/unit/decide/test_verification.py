@@ -146,9 +146,40 @@ def test_a_gain_within_the_noise_is_unresolved_and_keeps_the_setting():
     assert rec["sentence"].startswith("Unresolved (measured)") and "verify.budget_share" in rec["sentence"]
 
 
+def test_the_slow_operators_other_mode_is_measured_even_where_the_model_sees_nothing_in_it():
+    """Threads of a Python map predicted no faster than now (the model's GIL rule) are still
+    measured, at the most workers, before any other operator's setting: the measurements that
+    showed threads helping where the model said not."""
+    model = probed_advice()
+    stage = model["stages"][0]
+    stage["points"] = [{**p, "wall_ms_per_batch": 600.0} if not p["multiprocessing"] else p
+                       for p in stage["points"]]
+    other = {"key": "pipeline.num_parallel_workers", "label": "Map #2 [Decode]", "op_id": 2,
+             "operations": ["Decode"], "workers_now": 1, "multiprocessing_now": False,
+             "cpu_ms_per_batch": 50.0, "kind": "computes", "points": []}
+    model["stages"].append(other)
+    now = current_settings(model)
+    table = [predict(model, s) for s in candidates(model)]
+    pick = {**now, KEY: 2, KEY + MP: True}
+    advice = {**model, "now": now, "predictions": table, "pick": pick,
+              "now_slowest_stage": stage["label"]}
+    plan = verification.plan(advice, 2)
+    assert plan[1]["settings"] == canonical(pick)
+    assert plan[2]["settings"] == canonical({**now, KEY: 2})  # threads, the rest as now
+
+
+def test_without_an_own_window_the_runs_measured_window_is_the_reference():
+    """The run's own setting measured by its main window is never 'unrepresentative' of itself."""
+    key = "pipeline.num_parallel_workers"
+    base = {**summary(), "step_ms": {"p10": 3900.0, "p90": 4100.0, "median": 4000.0, "mean": 4000.0}}
+    own = {**window({key: 1}, 4000.0, role="current"), "main_window": True, "steps_measured": 28}
+    rec = diagnosis.diagnose(_verified(base, [own, window({key: 2}, 2500.0)]), steps())["recommendation"]
+    assert rec["action"] == "set_workers" and rec["verification"]["unrepresentative"] is None
+
+
 def test_short_windows_that_disagree_with_the_runs_own_window_decide_nothing():
-    """The window at the run's own setting is checked against the run's measured window: 30 %
-    off it means the short windows had not reached the steady state."""
+    """With verify.own_window, the short window at the run's own setting is checked against the
+    run's measured window: 30 % off it means the short windows had not reached the steady state."""
     key = "pipeline.num_parallel_workers"
     base = {**summary(), "step_ms": {"p10": 3900.0, "p90": 4100.0, "median": 4000.0, "mean": 4000.0}}
     windows = [window({key: 1}, 2800.0, role="current"), window({key: 2}, 2000.0)]

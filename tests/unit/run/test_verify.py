@@ -26,7 +26,41 @@ def test_settings_reach_the_pipeline_config_and_threads_switch_processes_off():
 
 def test_the_optimizer_schedule_counts_every_window_step():
     cfg = compose_run_config(["size=smoke", "verify.candidates=2", "verify.max_steps=6"])
-    assert verify.total_steps(cfg) == 3 * (1 + cfg.verify.warmup_steps + 6)
+    assert verify.total_steps(cfg) == 2 * (1 + cfg.verify.warmup_steps + 6)
+    own = compose_run_config(["size=smoke", "verify.candidates=2", "verify.max_steps=6",
+                              "verify.own_window=true"])
+    assert verify.total_steps(own) == 3 * (1 + own.verify.warmup_steps + 6)
+
+
+def test_the_runs_own_setting_is_its_measured_window_and_only_candidates_run(smoke_dataset):
+    """Without verify.own_window the run's own setting is not measured again: its row is the
+    run's measured steps (mean, standard error, count), it costs nothing, and the candidates
+    get the whole budget."""
+    import pandas as pd
+
+    from perfstudy.data.dataset import load_manifest
+
+    cfg = compose_run_config(["size=smoke", "verify.min_steps=2", "verify.max_steps=3"])
+    calls = {"n": 0}
+
+    def step_fn(images, labels):
+        calls["n"] += 1
+        now = time.time()
+        return 1.0, now, now
+
+    plan = [{"role": "current", "settings": {KEY: 1}, "label": "now", "predicted_ms": 100.0},
+            {"role": "candidate", "settings": {"pipeline.num_parallel_workers": 2}, "label": "c",
+             "predicted_ms": 50.0}]
+    main = pd.Series([100.0, 110.0, 90.0, 100.0])
+    root = load_manifest(smoke_dataset)["root"]
+    out = verify.run_windows(step_fn, root, cfg, plan, base_seed=5, first_index=40,
+                             training_wall_s=100.0, measured_ms=main)
+    own, candidate = out["windows"]
+    assert own["main_window"] and own["steps"] == 0 and own["wall_s"] == 0.0
+    assert own["step_ms"] == 100.0 and own["steps_measured"] == 4 and own["steady"]
+    assert own["rse"] == pytest.approx(verify.rse(main))
+    assert candidate["first_step"] == 40 and candidate["steps"] == calls["n"] >= 3
+    assert candidate["allotted_s"] == pytest.approx(25.0, abs=1.0)  # the whole budget, alone
 
 
 def test_a_window_stops_once_its_mean_is_known(smoke_dataset):
