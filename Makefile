@@ -43,8 +43,12 @@ test-services:  ## install PostgreSQL, SLURM and chromium (Debian's packages) wh
 run: setup  ## set up, then run the default study (snakemake --cores all)
 	$(BIN)/snakemake --cores $(CORES) --keep-going $(SNAKEMAKE_ARGS)
 
+# The suite runs on TEST_WORKERS pytest-xdist workers (2: on 2 cores half the suite's time is
+# spent waiting on services, snakemake and start-ups); the shared smoke study and the SLURM
+# cluster each stay on one worker (xdist_group). TEST_WORKERS=0: one process.
+TEST_WORKERS ?= 2
 test: setup test-services  ## set up, then run the whole test suite (unit, workflow, end-to-end smoke, tracking server)
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup
 
 test-fast: setup  ## the tests that do not train (seconds)
 	$(BIN)/python -m pytest -m "not slow"

@@ -10,7 +10,7 @@ import pytest
 from browser import Chromium
 from servers import MlflowServer
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("smoke_study")]  # one worker builds the shared study
 ARMS = ("baseline", "tuned", "prepared", "prepared_tuned")
 LOADED = "[...document.images].every(i => i.complete)"
 

@@ -10,7 +10,7 @@ from conftest import REPO, SNAKEMAKE, env_without_mlflow
 
 # `study`: the seed case at smoke size, trained once per session (conftest.py)
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("smoke_study")]  # one worker builds the shared study
 ARMS = ("baseline", "tuned", "prepared", "prepared_tuned")
 
 SUMMARY_KEYS = {"study", "arm", "steps_measured", "steps_excluded", "step_ms", "gap_ms",

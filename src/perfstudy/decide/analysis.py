@@ -6,7 +6,8 @@ next to them:
   queues.csv          per sample and operator: output-queue size (the queue figure)
   timeline_steps.csv  per step from the op timeline, joined to the host timers
   trace.json          Chrome trace (host steps, kernels, queues, iterator waits) for Perfetto
-  diagnosis.json      verdict, culprit, CPU state, recommendation, timeline cross-check
+  diagnosis.json      verdict, culprit, CPU state, recommendation, timeline cross-check, and
+                      the peer tools' readings (MindSpore's analyzer, AutoTune; decide/peers)
 Every file is written even when the profiler was off (then with headers only), so the
 workflow's outputs do not depend on the profiler setting.
 """
@@ -20,8 +21,8 @@ from typing import Any
 import pandas as pd
 
 from perfstudy.common.io import read_json, write_csv, write_json
-from perfstudy.decide import diagnosis, verification
-from perfstudy.measure import minddata, timeline
+from perfstudy.decide import diagnosis, peers, verification
+from perfstudy.measure import minddata, msanalyzer, timeline
 
 log = logging.getLogger(__name__)
 
@@ -85,6 +86,20 @@ def propose(run_dir: str | Path, k: int) -> dict[str, Any]:
             "model_recommendation": found["recommendation"]["sentence"]}
 
 
+def peer_readings(run: Path, found: dict[str, Any]) -> dict[str, Any]:
+    """The tools users have, on this run (perfstudy.decide.peers): MindSpore's analyzer on its
+    profile, AutoTune's setting where this arm is AutoTune's, and ours beside them."""
+    out = {"ours": peers.ours(found["diagnosis"]["recommendation"])}
+    if (found["summary"].get("profile") or {}).get("dataset"):
+        out["msanalyzer"] = peers.analyzer(msanalyzer.read(run / "profile"), found["ops"])
+        log.info("%s: %s (%s)", msanalyzer.TOOL, out["msanalyzer"].get("operator") or "-",
+                 out["msanalyzer"].get("advice"))
+    tuned = peers.autotune(found["summary"], found["ops"])
+    if tuned is not None:
+        out["autotune"] = tuned
+    return out
+
+
 def analyze_run(run_dir: str | Path) -> dict[str, Any]:
     """Analyse one run folder; returns the diagnosis."""
     run = Path(run_dir)
@@ -95,6 +110,7 @@ def analyze_run(run_dir: str | Path) -> dict[str, Any]:
     write_csv(run / "timeline_steps.csv", found["joined"])
     timeline.write_chrome_trace(run / "trace.json",
                                 timeline.chrome_trace(steps, found["kernels"], queues, found["iterator"]))
+    result["peers"] = peer_readings(run, found)
     write_json(run / "diagnosis.json", result)
     log.info("%s: %s %s", found["summary"]["arm"], result["headline"], result["recommendation"]["sentence"])
     if found["cross"]:

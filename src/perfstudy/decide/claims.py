@@ -10,7 +10,7 @@ quantity of one arm and a bound:
       metric: speedup            # see METRICS
       arm: tuned
       against: baseline          # speedup, speedup_of_allowed: the arm compared with
-      at_least: 1.05             # and/or at_most; or equals (culprit_key)
+      at_least: 1.05             # and/or at_most; or equals (culprit_key, culprit_against_analyzer)
       published: 4.98            # the paper's own value, shown beside the measured one
 
 A claim whose arm did not run, or whose quantity this run cannot measure (no diagnosis, no
@@ -32,7 +32,7 @@ from perfstudy.decide.advisor import predict
 from perfstudy.decide.diagnosis import verdict_label
 
 KEYS = {"id", "claim", "source", "metric", "arm", "against", "at_least", "at_most", "equals",
-        "published", "note"}
+        "published", "note", "truth"}
 BOUNDS = ("at_least", "at_most", "equals")
 
 
@@ -65,6 +65,26 @@ def _culprit_key(claim, arms, _prepared):
         raise Unmeasured(f"{arm.name} has no diagnosis (run the analyze rule)")
     culprit = arm.diagnosis.get("culprit") or {}
     return culprit.get("config_key") or "none", culprit.get("label", "no slow operator")
+
+
+def _culprit_against_analyzer(claim, arms, _prepared):
+    """Who names the true culprit (`truth:`, a config key) on the arm's profile: ours only,
+    both, the analyzer only, or neither (MindSpore's MindData analyzer, perfstudy.decide.peers)."""
+    arm = _arm(arms, claim["arm"])
+    if not arm.diagnosis:
+        raise Unmeasured(f"{arm.name} has no diagnosis (run the analyze rule)")
+    reading = (arm.diagnosis.get("peers") or {}).get("msanalyzer")
+    if not reading:
+        raise Unmeasured(f"{arm.name} has no dataset profile for MindSpore's analyzer (profiler off)")
+    if reading.get("error"):
+        raise Unmeasured(reading["error"])
+    culprit = arm.diagnosis.get("culprit") or {}
+    ours = culprit.get("config_key") == claim["truth"]
+    theirs = reading.get("key") == claim["truth"]
+    value = {(True, False): "ours only", (True, True): "both", (False, True): "the analyzer only",
+             (False, False): "neither"}[(ours, theirs)]
+    return value, (f"ours: {culprit.get('label', 'none')}; MindSpore's analyzer: "
+                   f"{reading.get('operator') or 'none'} ({reading.get('advice')})")
 
 
 def _speedup(claim, arms, _prepared):
@@ -146,6 +166,7 @@ def _prepared_prediction_error(claim, arms, prepared):
 METRICS: dict[str, tuple[Callable, str]] = {
     "gap_share": (_gap_share, "percent"),
     "culprit_key": (_culprit_key, "text"),
+    "culprit_against_analyzer": (_culprit_against_analyzer, "text"),
     "speedup": (_speedup, "times"),
     "speedup_of_allowed": (_speedup_of_allowed, "percent"),
     "prediction_error": (_prediction_error, "percent"),
@@ -204,6 +225,9 @@ def load(path: str | Path) -> dict[str, Any]:
             if bound in claim and not isinstance(claim[bound], (int, float)):
                 raise ConfigError(f"The {where} has {bound}: {claim[bound]!r}, not a number; "
                                   "write a number (shares and errors as fractions, e.g. 0.5).")
+        if claim["metric"] == "culprit_against_analyzer" and not claim.get("truth"):
+            raise ConfigError(f"The {where} needs `truth:` (the config key of the true culprit, "
+                              "e.g. pipeline.num_parallel_workers).")
         if claim["metric"] in ("speedup", "speedup_of_allowed") and not claim.get("against"):
             raise ConfigError(f"The {where} needs `against:` (the arm the speedup is measured "
                               "against, e.g. baseline).")

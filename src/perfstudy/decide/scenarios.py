@@ -10,7 +10,9 @@ set against the measured sweep of the scenario's key (profiler off, one run per 
 * whether the answer was verified (perfstudy.decide.verification), the step it promises (the
   measured one when verified) against the sweep's at that setting, and the model's own
   prediction there (its error, apart from the pick);
-* held-out scenarios (kept out of any fitting of the model) are marked.
+* held-out scenarios (kept out of any fitting of the model) are marked;
+* MindSpore's own analyzer on the same profile, scored the same way: its culprit, and its
+  advice where the sweep measured it (prefetch_size is not swept: unscored, said so).
 """
 
 from __future__ import annotations
@@ -24,6 +26,11 @@ SWEEP_MATTERS = 0.10
 PICK_TARGET = 0.10
 PREDICTION_TARGET = 0.15
 WRONG_NO_HELP = "wrong 'no setting helps'"
+# MindSpore's own analyzer on the same profile (perfstudy.decide.peers), scored like ours
+ANALYZER_CULPRIT = "MindSpore analyzer: culprit"
+ANALYZER_RIGHT = "its culprit right"
+ANALYZER_ADVICE = "its advice"
+ANALYZER_WITHIN = "its advice within 10 %"
 
 
 def _setting(arm, key: str) -> tuple[int, bool]:
@@ -108,8 +115,30 @@ def score(runs: list) -> tuple[pd.DataFrame, pd.DataFrame]:
             WRONG_NO_HELP: "NO" if wrong_no_help else "no",
             "worst prediction error": f"{100 * max(errors):.1f} %",
             "predictions within 15 %": "yes" if max(errors) <= PREDICTION_TARGET else "NO",
+            **peer_columns(((diagnosed.diagnosis or {}).get("peers") or {}).get("msanalyzer"),
+                           key, moves, measured, best),
         })
     return pd.DataFrame(rows), pd.DataFrame(points)
+
+
+def peer_columns(reading: dict | None, key: str, moves: bool, measured: dict, best: float) -> dict[str, str]:
+    """MindSpore's analyzer scored like ours: its culprit (right when it names the swept
+    operator where the sweep moves the step; where it does not, right unless it sends the user
+    to that operator), and its advice followed, where the sweep measured it."""
+    if reading is None:
+        return {ANALYZER_CULPRIT: "not run", ANALYZER_RIGHT: "", ANALYZER_ADVICE: "", ANALYZER_WITHIN: ""}
+    if reading.get("error"):
+        return {ANALYZER_CULPRIT: "did not run", ANALYZER_RIGHT: "", ANALYZER_ADVICE: reading["error"],
+                ANALYZER_WITHIN: "unscored"}
+    names_key = reading.get("key") == key
+    right = names_key if moves else not (names_key and reading.get("knob"))
+    within = "unscored (prefetch_size is not swept)" if reading.get("knob") == "prefetch_size" else "unscored"
+    settings = reading.get("settings") or {}
+    if names_key and key in settings:
+        at = measured.get((int(settings[key]), False))
+        within = "not swept" if at is None else ("yes" if at <= best * (1 + PICK_TARGET) else "NO")
+    return {ANALYZER_CULPRIT: reading.get("operator") or "none", ANALYZER_RIGHT: "yes" if right else "NO",
+            ANALYZER_ADVICE: reading.get("advice") or "", ANALYZER_WITHIN: within}
 
 
 def _promise(answer: dict) -> float | None:
@@ -129,4 +158,7 @@ def summary_line(table: pd.DataFrame) -> str:
             f"setting within 10 % of the sweep's best in {(table['pick within 10 %'] == 'yes').sum()}, "
             f"a wrong 'no setting helps' in {(table[WRONG_NO_HELP] == 'NO').sum()}, "
             f"the answer verified by measurement in {(table['verified'] == 'yes').sum()}, "
-            f"every prediction within 15 % in {(table['predictions within 15 %'] == 'yes').sum()}.")
+            f"every prediction within 15 % in {(table['predictions within 15 %'] == 'yes').sum()}"
+            + (f"; MindSpore's own analyzer named the right culprit in "
+               f"{(table[ANALYZER_RIGHT] == 'yes').sum()} of {(table[ANALYZER_RIGHT] != '').sum()}"
+               if ANALYZER_RIGHT in table and (table[ANALYZER_RIGHT] != "").any() else "") + ".")

@@ -18,7 +18,7 @@ from perfstudy.common.io import read_json, read_table, write_csv, write_json, wr
 from perfstudy.decide import claims, remedy, scenarios  # noqa: E402
 from perfstudy.decide.decision import describe_changes  # noqa: E402
 from perfstudy.decide.diagnosis import input_bound_band, verdict_label  # noqa: E402
-from perfstudy.present import repeats, scaling, verified  # noqa: E402
+from perfstudy.present import peers, repeats, scaling, verified  # noqa: E402
 from perfstudy.present.figstyle import legend_below  # noqa: E402
 
 # The case study's table (CASE_STUDY.md): ResNet50, batch 32, accelerator, MindInsight.
@@ -544,6 +544,11 @@ def build(study: str, runs: list[Arm], out_dir: str | Path,
         doc.section(title, table_)
     doc.figure("Where a step's time goes, per arm", paths["fig_breakdown"], open_=True)
     doc.verdicts("Verdicts", verdicts)
+    side = peers.table(arms)
+    if not side.empty:
+        paths["peers"] = write_csv(out / "peers.csv", side)
+        doc.section("Beside the tools you have: the same runs read by MindSpore's own analyzer "
+                    "(and AutoTune where it ran)", side)
     doc.heading("Details")
     for title, content in details:
         if content is not None:  # an optional section with nothing to say

@@ -421,7 +421,19 @@ def diagnosis_tags(diagnosis: dict[str, Any]) -> dict[str, str]:
         **({f"{TAG}advisor": diagnosis["advisor"]["sentence"]} if diagnosis.get("advisor") else {}),
         **({f"{TAG}advisor_pick_workers": str(diagnosis["advisor"]["pick_workers"])}
            if (diagnosis.get("advisor") or {}).get("pick_is_recommendation", False) else {}),
+        **peer_tags(diagnosis.get("peers") or {}),
     }
+
+
+def peer_tags(readings: dict[str, Any]) -> dict[str, str]:
+    """The peer tools' operator and advice on this run (perfstudy.peer.<tool>.*)."""
+    out = {}
+    for tool in ("msanalyzer", "autotune"):
+        reading = readings.get(tool)
+        if reading:
+            out[f"{TAG}peer.{tool}.operator"] = str(reading.get("operator") or "none")
+            out[f"{TAG}peer.{tool}.advice"] = str(reading.get("advice") or "")
+    return out
 
 
 def log_arm(client, experiment_id: str, parent_run_id: str, *, study: str, arm: str,

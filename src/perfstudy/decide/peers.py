@@ -1,0 +1,106 @@
+"""The tools a MindSpore user already has, read on the same run, in our terms.
+
+* MindSpore's MindData analyzer (perfstudy.measure.msanalyzer) names one operator and a knob
+  from the run's dataset profile; its operator is MindData's op id, which the run's operator
+  table (pipeline_ops.csv: the same profile, with our config keys) names as a user would.
+* Dataset AutoTune, where the study runs it as an arm: the setting it settled on (its saved
+  configuration, per op id) and the step that arm measured.
+* Ours: the recommendation's culprit and setting.
+Each reading: tool, operator (label), key (the config key sizing it, None when no key does),
+knob (workers | prefetch_size | None), advice (in words) and, where it is a worker count of a
+keyed operator, settings ({key: workers}) a sweep can score.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from perfstudy.decide.advisor import canonical
+from perfstudy.run.settings import MP
+
+OURS = "perfstudy"
+AUTOTUNE = "MindSpore's Dataset AutoTune"
+
+
+def _op(ops: pd.DataFrame | None, op_id: int | None) -> dict[str, Any]:
+    if ops is None or op_id is None or "op_id" not in ops:
+        return {}
+    rows = ops[ops["op_id"] == op_id]
+    if rows.empty:
+        return {}
+    row = rows.iloc[0]
+    key = row.get("config_key")
+    return {"operator": row["label"], "key": key if isinstance(key, str) and key else None}
+
+
+def _configured_workers(ops: pd.DataFrame | None, op_id: int | None) -> int | None:
+    if ops is None or op_id is None or "op_id" not in ops or "num_workers" not in ops:
+        return None
+    rows = ops[ops["op_id"] == op_id]
+    return None if rows.empty or pd.isna(rows.iloc[0]["num_workers"]) else int(rows.iloc[0]["num_workers"])
+
+
+def analyzer(raw: dict[str, Any], ops: pd.DataFrame | None) -> dict[str, Any]:
+    """MindSpore's analyzer's answer (msanalyzer.read) as a reading."""
+    if "error" in raw:
+        return {**raw, "operator": None, "key": None, "knob": None, "advice": "did not run"}
+    op = _op(ops, raw.get("op_id"))
+    operator = op.get("operator") or raw.get("warning") or None
+    key = op.get("key")
+    if raw.get("knob") == "num_parallel_workers":
+        knob = "workers"
+        advice = f"set {key or operator + ' num_parallel_workers'}={raw['workers']}"
+        settings = {key: raw["workers"]} if key else None
+    elif raw.get("knob") == "prefetch_size":
+        knob, advice, settings = "prefetch_size", "increase prefetch_size", None
+    else:
+        knob, advice, settings = None, "none named", None
+    return {**raw, "operator": operator, "key": key, "knob": knob, "advice": advice, "settings": settings}
+
+
+def ours(recommendation: dict[str, Any]) -> dict[str, Any]:
+    """Our answer as a reading."""
+    changes = recommendation.get("changes") or {}
+    action = recommendation.get("action")
+    return {"tool": OURS, "operator": recommendation.get("culprit_label"),
+            "key": recommendation.get("culprit_key"),
+            "knob": "workers" if action == "set_workers" else None,
+            "advice": _words(changes) if action == "set_workers" else {
+                "not_steady": "no verdict (window not steady)"}.get(action, "keep the setting"),
+            "settings": canonical(recommendation.get("settings") or {}) if action == "set_workers" else None}
+
+
+def _words(changes: dict[str, Any]) -> str:
+    parts = []
+    for key, value in changes.items():
+        if key.endswith(MP):
+            continue
+        parts.append(f"set {key}={value}" + (" in processes" if changes.get(key + MP) else ""))
+    return ", ".join(parts) or "switch processes"
+
+
+def autotune(summary: dict[str, Any], ops: pd.DataFrame | None, baseline: dict[str, Any] | None = None
+             ) -> dict[str, Any] | None:
+    """What an AutoTune arm settled on (its operators' workers, by op id, named by the run's
+    operator table) and the step it measured; None for an arm that is not AutoTune's."""
+    tuned = summary.get("autotune")
+    if not tuned:
+        return None
+    settings, named, changed = {}, [], []
+    for op in tuned.get("operators", []):
+        found = _op(ops, op.get("op_id"))
+        label = found.get("operator") or f"{op.get('op')}#{op.get('op_id')}"
+        named.append(f"{label}: {op.get('num_parallel_workers')} workers, prefetch {op.get('prefetch_size')}")
+        if found.get("key") and op.get("num_parallel_workers") is not None:
+            settings[found["key"]] = int(op["num_parallel_workers"])
+        configured = _configured_workers(ops, op.get("op_id"))
+        if configured is not None and op.get("num_parallel_workers") != configured:
+            changed.append(label)
+    base_ms = (baseline or {}).get("steady_step_ms")
+    return {"tool": AUTOTUNE, "operators": named, "settings": settings or None,
+            "operator": ", ".join(changed) or "none changed", "knob": "workers" if changed else None,
+            "step_ms": summary.get("steady_step_ms"),
+            "speedup": base_ms / summary["steady_step_ms"] if base_ms and summary.get("steady_step_ms") else None,
+            "advice": "; ".join(named) if named else tuned.get("remark", "saved no configuration")}

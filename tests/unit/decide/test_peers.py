@@ -1,0 +1,89 @@
+"""The tools users have, on the same runs: MindSpore's own MindData analyzer (really run, on
+real cpu_demo profiles), its answer in our terms, scored like ours, and AutoTune's setting."""
+
+import json
+
+import pandas as pd
+
+from perfstudy.common.io import read_json
+from perfstudy.decide import claims, peers, scenarios
+from perfstudy.measure import msanalyzer
+
+OPS = pd.DataFrame([
+    {"op_id": 1, "label": "Batch #1", "config_key": None, "num_workers": 1},
+    {"op_id": 2, "label": "Map #2 [PythonBurn]", "config_key": "pipeline.extra_transform_workers", "num_workers": 1},
+    {"op_id": 3, "label": "Map #3 [Decode]", "config_key": "pipeline.num_parallel_workers", "num_workers": 1}])
+
+
+def test_the_analyzers_sentences_become_an_operator_and_a_knob():
+    assert msanalyzer.parse("Map(id=3)", "Map(id=3) is using 91.0% CPU per worker. Setting "
+                            "num_parallel_workers>1 might bring extra performance.") == {
+        "op_type": "Map", "op_id": 3, "knob": "num_parallel_workers", "workers": 2}
+    assert msanalyzer.parse("Batch(id=1)", "Batch(id=1) has low CPU utilization per worker of 0.0% and "
+                            "abnormal queue usage. Try increasing prefetch_size.")["knob"] == "prefetch_size"
+    assert msanalyzer.parse("", "") == {"op_type": None, "op_id": None, "knob": None, "workers": None}
+    workers = peers.analyzer({"tool": msanalyzer.TOOL, **msanalyzer.parse(
+        "Map(id=3)", "Setting num_parallel_workers>1 might bring extra performance.")}, OPS)
+    assert workers["operator"] == "Map #3 [Decode]" and workers["key"] == "pipeline.num_parallel_workers"
+    assert workers["settings"] == {"pipeline.num_parallel_workers": 2} and workers["knob"] == "workers"
+    batch = peers.analyzer({"tool": msanalyzer.TOOL, **msanalyzer.parse("Batch(id=1)", "Try increasing prefetch_size.")}, OPS)
+    assert batch["operator"] == "Batch #1" and batch["key"] is None and batch["advice"] == "increase prefetch_size"
+
+
+def test_mindspores_analyzer_runs_on_the_article_baselines_real_profile(analysed):
+    """On the cpu_demo baseline (the map at 1 worker, ~90 % busy), MindSpore's analyzer reads
+    the same files and names Batch / prefetch_size; ours names the map: the claim is scored
+    from those two readings, whatever they are."""
+    diagnosis = read_json(analysed / "baseline" / "diagnosis.json")
+    reading = diagnosis["peers"]["msanalyzer"]
+    assert "error" not in reading and reading["warning"] and reading["suggestion"]
+    assert reading["op_id"] is not None and reading["operator"]
+    assert diagnosis["peers"]["ours"]["key"] == diagnosis["recommendation"]["culprit_key"]
+    spec = {"claims": [{"id": "c", "claim": "ours right, theirs not", "metric": "culprit_against_analyzer",
+                        "arm": "baseline", "truth": "pipeline.num_parallel_workers", "equals": "ours only"}]}
+
+    class Arm:
+        name, summary = "baseline", read_json(analysed / "baseline" / "summary.json")
+
+    Arm.diagnosis = diagnosis
+    card = claims.score(spec, [Arm])
+    ours = diagnosis["culprit"].get("config_key") == "pipeline.num_parallel_workers"
+    theirs = reading["key"] == "pipeline.num_parallel_workers"
+    assert card["claims"][0]["passed"] == (ours and not theirs)
+    assert "MindSpore's analyzer" in card["claims"][0]["detail"]
+
+
+def test_an_analyzer_that_cannot_run_is_one_sentence_and_stops_nothing(tmp_path):
+    (tmp_path / "dataset").mkdir()
+    (tmp_path / "dataset" / "pipeline_profiling_0.json").write_text("{not json")
+    out = msanalyzer.read(tmp_path)
+    assert "did not run" in out["error"] and out["tool"] == msanalyzer.TOOL
+    assert peers.analyzer(out, OPS)["advice"] == "did not run"
+    assert "profiler off" in msanalyzer.read(tmp_path / "none")["error"]
+
+
+def test_the_analyzer_is_scored_like_ours():
+    measured = {(1, False): 1000.0, (2, False): 600.0, (2, True): 580.0}
+    right = peers.analyzer({"tool": "x", "op_id": 2, "knob": "num_parallel_workers", "workers": 2}, OPS)
+    cols = scenarios.peer_columns(right, "pipeline.extra_transform_workers", True, measured, 580.0)
+    assert cols[scenarios.ANALYZER_RIGHT] == "yes" and cols[scenarios.ANALYZER_WITHIN] == "yes"
+    batch = peers.analyzer({"tool": "x", "op_id": 1, "knob": "prefetch_size", "workers": None}, OPS)
+    cols = scenarios.peer_columns(batch, "pipeline.extra_transform_workers", True, measured, 580.0)
+    assert cols[scenarios.ANALYZER_RIGHT] == "NO" and cols[scenarios.ANALYZER_WITHIN].startswith("unscored")
+    # where the sweep does not move, sending the user to the swept operator is wrong
+    flat = {(1, False): 1000.0, (2, False): 990.0}
+    assert scenarios.peer_columns(right, "pipeline.extra_transform_workers", False, flat, 990.0)[
+        scenarios.ANALYZER_RIGHT] == "NO"
+    assert scenarios.peer_columns(batch, "pipeline.extra_transform_workers", False, flat, 990.0)[
+        scenarios.ANALYZER_RIGHT] == "yes"
+
+
+def test_autotunes_setting_is_named_by_the_runs_operators():
+    summary = {"steady_step_ms": 500.0, "autotune": {"operators": [
+        {"op": "MapOp", "op_id": 3, "num_parallel_workers": 2, "prefetch_size": 16},
+        {"op": "BatchOp", "op_id": 1, "num_parallel_workers": 1, "prefetch_size": 2}]}}
+    reading = peers.autotune(summary, OPS, baseline={"steady_step_ms": 1000.0})
+    assert reading["settings"] == {"pipeline.num_parallel_workers": 2}
+    assert reading["operator"] == "Map #3 [Decode]" and reading["speedup"] == 2.0
+    assert peers.autotune({"steady_step_ms": 1.0}, OPS) is None
+    json.dumps(reading)  # goes into diagnosis.json
