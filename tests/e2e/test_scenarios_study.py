@@ -69,6 +69,12 @@ def test_scenarios_are_diagnosed_swept_scored_and_tracked(tmp_path):
         if answer["action"] != "set_workers":
             promise = answer["measured_step_ms"]  # keeping the setting promises its own step
         assert table.loc[name, "promised (ms)"] == round(promise)
+    # MindSpore's own analyzer on the same profiles, scored like ours
+    assert set(table["its culprit right"]) <= {"yes", "NO"}
+    assert table["MindSpore analyzer: culprit"].notna().all()
+    for name in ("python_cpu", "slow_reader"):
+        reading = read_json(runs / name / "diagnosis.json")["peers"]["msanalyzer"]
+        assert table.loc[name, "its advice"] == reading["advice"]
     points = pd.read_csv(report / "scenario_predictions.csv")
     assert len(points) == 2 + 1  # every swept setting predicted against its measurement
     md = (report / "report.md").read_text()
@@ -86,4 +92,6 @@ def test_scenarios_are_diagnosed_swept_scored_and_tracked(tmp_path):
     assert tags["perfstudy.action"] == answer["action"]
     advice = read_json(runs / "python_cpu" / "diagnosis.json")["advisor"]
     assert ("perfstudy.advisor_pick_workers" in tags) == advice["pick_is_recommendation"]
+    assert tags["perfstudy.peer.msanalyzer.advice"] == read_json(
+        runs / "python_cpu" / "diagnosis.json")["peers"]["msanalyzer"]["advice"]
     assert "advisor/predicted_step_ms" in arms["python_cpu"].data.metrics

@@ -41,6 +41,12 @@ def test_sweep_with_repeats_runs_reports_and_tracks_every_run(tmp_path):
     assert {"baseline_input_bound", "culprit_is_map", "advisor_pick",
             "advisor_predicts_two_workers"} <= set(scored)
     assert md.splitlines()[2] == f"**{card['headline']}**"
+    # the tools users have, on the same runs, scored against the same arms
+    assert "culprit_beats_analyzer" in {c["id"] for c in card["claims"]}
+    peers = pd.read_csv(report / "peers_scored.csv").set_index("tool")
+    assert {"perfstudy", "MindSpore's MindData analyzer"} <= set(peers.index)
+    assert set(peers["culprit right"]) <= {"yes", "NO"}
+    assert "## Beside the tools you have" in md and "## The tools scored against the measured arms" in md
 
     client = MlflowClient(f"sqlite:///{tmp_path}/mlflow/mlflow.db")
     experiment = client.get_experiment_by_name("perfstudy/sweep")

@@ -162,6 +162,10 @@ def test_scenario_arms_carry_their_role_truth_and_key():
     same = compose_arm(wf, "b", "same")
     assert (same.scenario.role, same.scenario.truth, same.scenario.key) == \
         ("diagnosed", "slow", "pipeline.reader_workers")
+    wf["studies"]["b"]["autotune"] = True  # each scenario also run by MindSpore's AutoTune
+    assert list(arm_table(wf)) == ["slow", "slow_autotune", "slow_w1", "slow_w2", "same"]
+    tuned = compose_arm(wf, "b", "slow_autotune")
+    assert tuned.pipeline.autotune and tuned.scenario.role == "peer" and tuned.profiler.name == "off"
     wf["studies"]["b"]["select"] = ["same"]
     with pytest.raises(ConfigError, match="needs scenario 'slow'"):
         arm_table(wf)

@@ -202,7 +202,8 @@ class ScenarioConfig:
     """Where a run sits in a diagnosis benchmark (study `scenarios`); empty elsewhere."""
 
     name: str = ""  # the scenario whose sweep this run belongs to, or which it diagnoses
-    role: str = ""  # "diagnosed": the profiled run; "truth": one setting of the measured sweep
+    role: str = ""  # "diagnosed": the profiled run; "truth": one setting of the measured sweep;
+    # "peer": the scenario run by a peer tool (MindSpore's AutoTune)
     truth: str = ""  # the diagnosed run's ground truth: the sweep of this scenario
     key: str = ""  # the config key the sweep varies
     held_out: bool = False  # kept out of any fitting of the advisor's model (a held-out check)

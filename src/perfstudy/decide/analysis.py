@@ -94,7 +94,10 @@ def peer_readings(run: Path, found: dict[str, Any]) -> dict[str, Any]:
         out["msanalyzer"] = peers.analyzer(msanalyzer.read(run / "profile"), found["ops"])
         log.info("%s: %s (%s)", msanalyzer.TOOL, out["msanalyzer"].get("operator") or "-",
                  out["msanalyzer"].get("advice"))
-    tuned = peers.autotune(found["summary"], found["ops"])
+    ops = found["ops"]
+    if ops is None and (run / "profile" / "pipeline.json").exists():  # profiler off: as built
+        ops = peers.described_ops(read_json(run / "profile" / "pipeline.json"))
+    tuned = peers.autotune(found["summary"], ops)
     if tuned is not None:
         out["autotune"] = tuned
     return out

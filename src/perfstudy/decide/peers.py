@@ -18,10 +18,25 @@ from typing import Any
 import pandas as pd
 
 from perfstudy.decide.advisor import canonical
+from perfstudy.measure import msanalyzer
 from perfstudy.run.settings import MP
 
+ANALYZER = msanalyzer.TOOL
 OURS = "perfstudy"
 AUTOTUNE = "MindSpore's Dataset AutoTune"
+
+
+def described_ops(described: list[dict[str, Any]]) -> pd.DataFrame:
+    """A run's operators from profile/pipeline.json (written with the profiler off too): MindData
+    numbers them consumer first, as pipeline.describe lists them."""
+    rows = []
+    for op_id, node in enumerate(described):
+        label = f"{node.get('op_type', '?').removesuffix('Dataset')} #{op_id}"
+        if node.get("operations"):
+            label += f" [{', '.join(node['operations'])}]"
+        rows.append({"op_id": op_id, "label": label, "config_key": node.get("config_key"),
+                     "num_workers": node.get("num_parallel_workers")})
+    return pd.DataFrame(rows, columns=["op_id", "label", "config_key", "num_workers"])
 
 
 def _op(ops: pd.DataFrame | None, op_id: int | None) -> dict[str, Any]:

@@ -117,6 +117,9 @@ def score(runs: list) -> tuple[pd.DataFrame, pd.DataFrame]:
             "predictions within 15 %": "yes" if max(errors) <= PREDICTION_TARGET else "NO",
             **peer_columns(((diagnosed.diagnosis or {}).get("peers") or {}).get("msanalyzer"),
                            key, moves, measured, best),
+            **autotune_columns(next((a for a in arms if (a.summary.get("scenario") or {}).get("role") == "peer"
+                                     and a.summary["scenario"]["name"] == spec["name"]), None),
+                               medians, best),
         })
     return pd.DataFrame(rows), pd.DataFrame(points)
 
@@ -141,6 +144,18 @@ def peer_columns(reading: dict | None, key: str, moves: bool, measured: dict, be
             ANALYZER_ADVICE: reading.get("advice") or "", ANALYZER_WITHIN: within}
 
 
+def autotune_columns(arm, medians: dict[str, float], best: float) -> dict[str, str]:
+    """The scenario run with MindSpore's AutoTune (study `autotune: true`): the setting it
+    settled on and its measured step (median of its repeats) against the sweep's best."""
+    if arm is None:
+        return {}
+    reading = ((arm.diagnosis or {}).get("peers") or {}).get("autotune") or {}
+    step = medians.get(arm.summary.get("arm", arm.name))
+    return {"AutoTune settled on": reading.get("advice") or "no setting saved",
+            "AutoTune step (ms)": "" if step is None else round(step),
+            "AutoTune within 10 %": "" if step is None else ("yes" if step <= best * (1 + PICK_TARGET) else "NO")}
+
+
 def _promise(answer: dict) -> float | None:
     """The step the answer promises: for a change, the verified (measured) one, else the model's;
     for keeping the setting, the run's own measured step."""
@@ -161,4 +176,7 @@ def summary_line(table: pd.DataFrame) -> str:
             f"every prediction within 15 % in {(table['predictions within 15 %'] == 'yes').sum()}"
             + (f"; MindSpore's own analyzer named the right culprit in "
                f"{(table[ANALYZER_RIGHT] == 'yes').sum()} of {(table[ANALYZER_RIGHT] != '').sum()}"
-               if ANALYZER_RIGHT in table and (table[ANALYZER_RIGHT] != "").any() else "") + ".")
+               if ANALYZER_RIGHT in table and (table[ANALYZER_RIGHT] != "").any() else "")
+            + (f"; AutoTune's setting within 10 % of the sweep's best in "
+               f"{(table['AutoTune within 10 %'] == 'yes').sum()} of {table['AutoTune within 10 %'].notna().sum()}"
+               if "AutoTune within 10 %" in table else "") + ".")

@@ -65,7 +65,8 @@ def arm_table(wf_config: dict[str, Any], study: str | None = None) -> dict[str, 
 def scenario_arms(spec: dict[str, Any], study: str) -> dict[str, list[str]]:
     """A diagnosis benchmark's arms: per scenario the profiled run `<scenario>`, then its
     measured sweep `<scenario>_w<value>` (and `..._mp` in processes where `processes` names the
-    key that switches them), profiler off. A scenario with `truth: other` reuses other's sweep."""
+    key that switches them), profiler off; with the study's `autotune: true`, `<scenario>_autotune`
+    (MindSpore's AutoTune on). A scenario with `truth: other` reuses other's sweep."""
     arms: dict[str, list[str]] = {}
     chosen = spec.get("select") or list(spec["scenarios"])
     for name in chosen:
@@ -86,6 +87,9 @@ def scenario_arms(spec: dict[str, Any], study: str) -> dict[str, list[str]]:
                 raise ConfigError(f"Study {study!r}: scenario {name!r} needs scenario {truth!r} "
                                   "(its truth); select both.")
             continue
+        if spec.get("autotune"):  # MindSpore's AutoTune from the scenario's own setting
+            arms[f"{name}_autotune"] = [*scen["arm"], "pipeline.autotune=true", "profiler=off",
+                                        "verify.candidates=0", *tag, "scenario.role=peer"]
         modes = [False, True] if scen.get("processes") else [False]
         for value in sweep_values(scen.get("values", "cpus")):
             for processes in modes:

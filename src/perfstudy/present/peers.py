@@ -1,12 +1,16 @@
 """The report's side-by-side of the tools users have: per analysed arm, the operator and the
 knob each tool names (ours, MindSpore's MindData analyzer), and where the study runs AutoTune,
-the setting it settled on and the step it measured."""
+the setting it settled on and the step it measured; in a study with a sweep of fixed
+settings, each tool scored against it."""
 
 from __future__ import annotations
 
 import pandas as pd
 
+from perfstudy.decide import pick
 from perfstudy.decide.peers import ANALYZER
+from perfstudy.decide.scenarios import PICK_TARGET, SWEEP_MATTERS
+from perfstudy.run.settings import PRIMARY_KEY
 
 
 def table(arms: list) -> pd.DataFrame:
@@ -34,3 +38,45 @@ def table(arms: list) -> pd.DataFrame:
     if "AutoTune: settled on, measured" in frame:
         frame["AutoTune: settled on, measured"] = frame["AutoTune: settled on, measured"].fillna("")
     return frame
+
+
+def against_sweep(arms: list) -> pd.DataFrame:
+    """A study with fixed-worker arms of the source arm's pipeline (the sweep study): each tool
+    scored like the scenario benchmark: its culprit (right when it names the swept map's
+    workers, the step moving >= 10 % across the arms), and its advice followed, within 10 % of
+    the fastest fixed arm where an arm ran it (prefetch_size: unscored, said so)."""
+    source = pick.source_arm(arms)
+    if source is None:
+        return pd.DataFrame()
+    fixed = pick.fixed_arms(arms, source)
+    steps = {pick.arm_workers(a): a.summary["steady_step_ms"] for a in fixed}
+    if len(steps) < 2:
+        return pd.DataFrame()
+    best = min(steps.values())
+    moves = max(steps.values()) / best - 1 >= SWEEP_MATTERS
+    readings = source.diagnosis.get("peers") or {}
+    rows = []
+    for reading in (readings.get("ours"), readings.get("msanalyzer")):
+        if not reading:
+            continue
+        names = reading.get("key") == PRIMARY_KEY
+        settings = reading.get("settings") or {}
+        ran = steps.get(int(settings[PRIMARY_KEY])) if PRIMARY_KEY in settings else None
+        if reading.get("knob") == "prefetch_size":
+            within = "unscored (prefetch_size is not swept)"
+        elif reading.get("knob") is None:
+            within = "yes" if steps.get(pick.arm_workers(source), best) <= best * (1 + PICK_TARGET) else "NO"
+        else:
+            within = "not swept" if ran is None else ("yes" if ran <= best * (1 + PICK_TARGET) else "NO")
+        rows.append({"tool": reading["tool"], "culprit": reading.get("operator") or "none",
+                     "culprit right": "yes" if (names if moves else not names) else "NO",
+                     "advice": reading.get("advice"), "its measured step (ms)": "" if ran is None else round(ran),
+                     "within 10 % of the best": within})
+    for arm in arms:
+        tuned = ((arm.diagnosis or {}).get("peers") or {}).get("autotune")
+        if tuned and tuned.get("step_ms"):
+            rows.append({"tool": f"{tuned['tool']} ({arm.name})", "culprit": tuned.get("operator"),
+                         "culprit right": "yes" if ((tuned.get("settings") or {}).get(PRIMARY_KEY, 1) > 1) == moves
+                         else "NO", "advice": tuned["advice"], "its measured step (ms)": round(tuned["step_ms"]),
+                         "within 10 % of the best": "yes" if tuned["step_ms"] <= best * (1 + PICK_TARGET) else "NO"})
+    return pd.DataFrame(rows)

@@ -549,6 +549,10 @@ def build(study: str, runs: list[Arm], out_dir: str | Path,
         paths["peers"] = write_csv(out / "peers.csv", side)
         doc.section("Beside the tools you have: the same runs read by MindSpore's own analyzer "
                     "(and AutoTune where it ran)", side)
+    scored_peers = peers.against_sweep(arms)
+    if not scored_peers.empty:
+        paths["peers_scored"] = write_csv(out / "peers_scored.csv", scored_peers)
+        doc.section("The tools scored against the measured arms", scored_peers)
     doc.heading("Details")
     for title, content in details:
         if content is not None:  # an optional section with nothing to say

@@ -26,7 +26,8 @@ def test_the_analyzers_sentences_become_an_operator_and_a_knob():
         "Map(id=3)", "Setting num_parallel_workers>1 might bring extra performance.")}, OPS)
     assert workers["operator"] == "Map #3 [Decode]" and workers["key"] == "pipeline.num_parallel_workers"
     assert workers["settings"] == {"pipeline.num_parallel_workers": 2} and workers["knob"] == "workers"
-    batch = peers.analyzer({"tool": msanalyzer.TOOL, **msanalyzer.parse("Batch(id=1)", "Try increasing prefetch_size.")}, OPS)
+    said = msanalyzer.parse("Batch(id=1)", "Try increasing prefetch_size.")
+    batch = peers.analyzer({"tool": msanalyzer.TOOL, **said}, OPS)
     assert batch["operator"] == "Batch #1" and batch["key"] is None and batch["advice"] == "increase prefetch_size"
 
 
@@ -87,3 +88,35 @@ def test_autotunes_setting_is_named_by_the_runs_operators():
     assert reading["operator"] == "Map #3 [Decode]" and reading["speedup"] == 2.0
     assert peers.autotune({"steady_step_ms": 1.0}, OPS) is None
     json.dumps(reading)  # goes into diagnosis.json
+
+
+def test_the_report_sets_the_tools_side_by_side_and_scores_them_against_the_arms():
+    from perfstudy.present import peers as shown
+
+    key = "pipeline.num_parallel_workers"
+
+    class Arm:
+        def __init__(self, name, workers, step, readings=None, autotune=None):
+            self.name = name
+            self.summary = {"steady_step_ms": step, "num_parallel_workers": {"effective": workers},
+                            "operator_settings": {key: workers}, "dataset_sha256": "d",
+                            **({"autotune": autotune} if autotune else {})}
+            self.diagnosis = {"advisor": {"pick": {key: 2}}, "peers": readings} if readings else None
+
+    ours = {"tool": peers.OURS, "operator": "Map #3 [Decode]", "key": key, "knob": "workers",
+            "advice": f"set {key}=2", "settings": {key: 2}}
+    theirs = peers.analyzer({"tool": peers.ANALYZER, "op_id": 1, "knob": "prefetch_size", "workers": None}, OPS)
+    tuned = {"tool": peers.AUTOTUNE, "operator": "Map #3 [Decode]", "settings": {key: 2}, "step_ms": 650.0,
+             "advice": "Map #3 [Decode]: 2 workers, prefetch 16"}
+    arms = [Arm("baseline", 1, 1000.0, {"ours": ours, "msanalyzer": theirs}),
+            Arm("workers_2", 2, 600.0),
+            Arm("autotune", 1, 650.0, {"ours": ours, "autotune": tuned}, autotune={"operators": []})]
+    side = shown.table(arms).set_index("arm")
+    assert side.loc["baseline", "MindSpore's MindData analyzer: operator"] == "Batch #1"
+    assert side.loc["autotune", "AutoTune: settled on, measured"].endswith("650 ms (1.54x the baseline)")
+    scored = shown.against_sweep(arms).set_index("tool")
+    assert scored.loc[peers.OURS, "culprit right"] == "yes"
+    assert scored.loc[peers.OURS, "within 10 % of the best"] == "yes"
+    assert scored.loc[peers.ANALYZER, "culprit right"] == "NO"
+    assert scored.loc[peers.ANALYZER, "within 10 % of the best"].startswith("unscored")
+    assert scored.loc[f"{peers.AUTOTUNE} (autotune)", "within 10 % of the best"] == "yes"
