@@ -547,8 +547,7 @@ def build(study: str, runs: list[Arm], out_dir: str | Path,
     side = peers.table(arms)
     if not side.empty:
         paths["peers"] = write_csv(out / "peers.csv", side)
-        doc.section("Beside the tools you have: the same runs read by MindSpore's own analyzer "
-                    "(and AutoTune where it ran)", side)
+        doc.section("Beside the tools you have: MindSpore's analyzer (and AutoTune) on the same runs", side)
     scored_peers = peers.against_sweep(arms)
     if not scored_peers.empty:
         paths["peers_scored"] = write_csv(out / "peers_scored.csv", scored_peers)
