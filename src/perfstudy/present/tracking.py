@@ -28,6 +28,7 @@ import pandas as pd
 from perfstudy.decide.diagnosis import verdict_label
 
 TAG = "perfstudy."
+DIGEST_CHARS = 36  # MLflow stores a dataset digest in 36 characters; the whole sha256 is a tag
 MAX_PARAMS_PER_CALL = 100
 MAX_METRICS_PER_CALL = 1000
 STEP_METRICS = ("step_ms", "gap_ms", "fwd_bwd_ms", "tail_ms", "loss", "images_per_s")
@@ -468,6 +469,7 @@ def log_arm(client, experiment_id: str, parent_run_id: str, *, study: str, arm: 
     try:
         client.log_batch(run_id, tags=[_tag(k, v) for k, v in tags.items()])
         log_params(client, run_id, params)
+        log_dataset(client, run_id, summary)
         log_metrics(client, run_id, step_metrics(steps) + summary_metrics(summary, run_end_ms(steps))
                     + list(extra_metrics))
         for path in artifacts:
@@ -479,6 +481,37 @@ def log_arm(client, experiment_id: str, parent_run_id: str, *, study: str, arm: 
         raise
     client.set_terminated(run_id, status="FINISHED", end_time=end_ms)
     return {"run_id": run_id, "created": not same, "replaced": replaced}
+
+
+def dataset_input(summary: dict[str, Any]):
+    """The arm's training data as an MLflow dataset input: name (its folder's), digest (the
+    dataset's sha256, cut to what MLflow stores; the whole one is an input tag), source (its
+    folder), context "train"; None for a summary without a dataset hash."""
+    from mlflow.data.dataset_source_registry import resolve_dataset_source
+    from mlflow.data.meta_dataset import MetaDataset
+    from mlflow.entities import DatasetInput, InputTag
+
+    digest = summary.get("dataset_sha256")
+    facts = summary.get("dataset") or {}
+    if not digest:
+        return None
+    root = facts.get("root") or ""
+    name = Path(root).name or "dataset"
+    dataset = MetaDataset(resolve_dataset_source(str(root)), name=name, digest=str(digest)[:DIGEST_CHARS])
+    return DatasetInput(dataset=dataset._to_mlflow_entity(),
+                        tags=[InputTag(key="mlflow.data.context", value="train"),
+                              InputTag(key=f"{TAG}dataset_sha256", value=str(digest))])
+
+
+def log_dataset(client, run_id: str, summary: dict[str, Any]) -> None:
+    """Log the arm's dataset input once (a re-run of the tracking rule adds no second one)."""
+    found = dataset_input(summary)
+    if found is None:
+        return
+    logged = client.get_run(run_id).inputs.dataset_inputs or []
+    if any(d.dataset.digest == found.dataset.digest and d.dataset.name == found.dataset.name for d in logged):
+        return
+    client.log_inputs(run_id, datasets=[found])
 
 
 def _tag(key: str, value: str):

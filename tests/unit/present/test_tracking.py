@@ -219,3 +219,20 @@ def test_an_autotune_arm_is_tagged_with_the_workers_it_chose(tmp_path, store):
     summary["autotune"] = {"map_workers": 2, "config_file": "/x/autotune_0.json", "operators": []}
     run = client.get_run(_log(client, exp, parent, run_dir, steps, summary)["run_id"])
     assert run.data.tags["perfstudy.autotune_map_workers"] == "2"
+
+
+def test_each_arm_logs_its_dataset_once_as_an_mlflow_input(tmp_path, store):
+    """The UI's Dataset column: name, digest (the sha256, as far as MLflow stores it), source,
+    context train; the whole sha256 as an input tag; logged again, still one input."""
+    client, exp, parent = store
+    run_dir, steps, summary = _fake_arm(tmp_path, "baseline")
+    summary.update(dataset_sha256="ab" * 32, dataset={"root": str(tmp_path / "data" / "photos_vga_160")})
+    first = _log(client, exp, parent, run_dir, steps, summary)
+    _log(client, exp, parent, run_dir, steps, summary)
+    inputs = client.get_run(first["run_id"]).inputs.dataset_inputs
+    assert len(inputs) == 1
+    dataset = inputs[0].dataset
+    assert dataset.name == "photos_vga_160" and dataset.digest == ("ab" * 32)[:tracking.DIGEST_CHARS]
+    assert "photos_vga_160" in dataset.source
+    tags = {t.key: t.value for t in inputs[0].tags}
+    assert tags == {"mlflow.data.context": "train", "perfstudy.dataset_sha256": "ab" * 32}
