@@ -77,7 +77,14 @@ def main() -> None:
     card = read_json(report_dir / "scorecard.json")  # the claims, scored: the run's description
     tags.update(tracking.scorecard_tags(card))
     if card["claims"]:
-        metrics.update({"claims/held": card["held"], "claims/scored": card["scored"]})
+        metrics.update({"claims/held": card["held"], "claims/scored": card["scored"],
+                        "claims/inconclusive": card.get("inconclusive", 0)})
+        for claim in card["claims"]:  # each numeric claim's median and interval over the repeats
+            if isinstance(claim.get("measured"), (int, float)) and not isinstance(claim["measured"], bool):
+                metrics[f"claim/{claim['id']}/median"] = float(claim["measured"])
+                low, high = claim.get("interval") or (claim["measured"], claim["measured"])
+                metrics[f"claim/{claim['id']}/low"] = float(low)
+                metrics[f"claim/{claim['id']}/high"] = float(high)
     files = [(report_dir / name, None) for name in ("report.html", "report.md", "comparison.csv",
                                                     "repeats.csv", "prepared.csv", "scorecard.json")
              if (report_dir / name).is_file()]

@@ -19,10 +19,12 @@ arm at the advisor's pick), is `not scored` with the reason, never passed.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import yaml
 
@@ -34,6 +36,7 @@ from perfstudy.decide.diagnosis import verdict_label
 KEYS = {"id", "claim", "source", "metric", "arm", "against", "at_least", "at_most", "equals",
         "published", "note", "truth"}
 BOUNDS = ("at_least", "at_most", "equals")
+BOOTSTRAP_FROM = 5  # repeats from which a claim's interval is a bootstrap one (min-max below)
 
 
 class Unmeasured(Exception):
@@ -245,10 +248,67 @@ def _check_text(claim: dict[str, Any], kind: str) -> str:
     return " and ".join(parts)
 
 
-def score(spec: dict[str, Any], arms: list) -> dict[str, Any]:
-    """Every claim checked against the arms (first repeat of each): the scorecard."""
-    by_name = {a.name: a for a in arms}
-    prepared = remedy.evidence(arms)
+def repeat_sets(runs: list) -> list[list]:
+    """The study's runs grouped by repeat (repeat 1 first), each run named as its arm, so a
+    claim about `baseline` reads `baseline.r2` in the second set."""
+    sets: dict[int, list] = {}
+    for run in runs:
+        named = copy.copy(run)
+        named.name = run.summary.get("arm", run.name)
+        sets.setdefault(int(run.summary.get("repeat", 1) or 1), []).append(named)
+    return [sets[r] for r in sorted(sets)]
+
+
+def _passes(claim: dict[str, Any], value: Any) -> bool:
+    return bool(("at_least" not in claim or value >= claim["at_least"])
+                and ("at_most" not in claim or value <= claim["at_most"])
+                and ("equals" not in claim or value == claim["equals"]))
+
+
+def interval(values: list[float]) -> tuple[float, float, str]:
+    """(low, high, how): min-max below 5 values; a bootstrap 95 % interval of the median from 5
+    (2000 resamples, a fixed seed: the same runs give the same interval)."""
+    if len(values) < BOOTSTRAP_FROM:
+        return min(values), max(values), "min-max"
+    rng = np.random.default_rng(0)
+    medians = np.median(rng.choice(np.asarray(values, dtype=float), (2000, len(values))), axis=1)
+    low, high = np.percentile(medians, [2.5, 97.5])
+    return float(low), float(high), "bootstrap 95 %"
+
+
+def judge(claim: dict[str, Any], values: list[Any], kind: str) -> dict[str, Any]:
+    """A claim's verdict over its repeats: holds (on every value, or the whole interval),
+    does not hold (on none), inconclusive (the interval straddles the bound, or the repeats
+    disagree), with the median (numbers) and the interval."""
+    n = len(values)
+    if n == 1:
+        passed = _passes(claim, values[0])
+        return {"measured": values[0], "measured_text": fmt(values[0], kind), "passed": passed,
+                "result": "holds" if passed else "does not hold", "repeats": 1}
+    out = {"values": values, "repeats": n}
+    if kind == "text":
+        held = sum(_passes(claim, v) for v in values)
+        common = max(set(values), key=values.count)
+        out.update(measured=common, measured_text=f"{fmt(common, kind)} (held in {held} of {n} repeats)")
+    else:
+        low, high, how = interval([float(v) for v in values])
+        median = float(np.median(values))
+        held = sum(_passes(claim, v) for v in (low, high))
+        held = n if held == 2 else 0 if held == 0 else None
+        out.update(measured=median, interval=[low, high], interval_kind=how,
+                   measured_text=f"{fmt(median, kind)} ({fmt(low, kind)}-{fmt(high, kind)}, {how} of {n})")
+    if held == n:
+        return {**out, "passed": True, "result": "holds"}
+    if held == 0:
+        return {**out, "passed": False, "result": "does not hold"}
+    return {**out, "passed": None, "result": "inconclusive"}
+
+
+def score(spec: dict[str, Any], arms: list, runs: list | None = None) -> dict[str, Any]:
+    """Every claim checked against the arms: on each repeat when `runs` holds the repeats
+    (median, interval, holds / does not hold / inconclusive), else on the arms (first repeat)."""
+    sets = repeat_sets(runs) if runs else [arms]
+    contexts = [({a.name: a for a in group}, remedy.evidence(group)) for group in sets]
     results = []
     for claim in spec["claims"]:
         measure, kind = METRICS[claim["metric"]]
@@ -257,24 +317,28 @@ def score(spec: dict[str, Any], arms: list) -> dict[str, Any]:
                  "check": _check_text(claim, kind), "published": claim.get("published"),
                  "published_text": fmt(claim.get("published"), kind),
                  "note": claim.get("note", "")}
-        try:
-            value, detail = measure(claim, by_name, prepared)
-        except Unmeasured as why:
-            entry.update(measured=None, measured_text="-", detail=str(why), passed=None,
-                         result="not scored")
+        values, details, why = [], [], None
+        for by_name, prepared in contexts:
+            try:
+                value, detail = measure(claim, by_name, prepared)
+            except Unmeasured as reason:
+                why = why or str(reason)
+                continue
+            values.append(value)
+            details.append(detail)
+        if not values:
+            entry.update(measured=None, measured_text="-", detail=why, passed=None,
+                         result="not scored", repeats=0)
         else:
-            passed = (("at_least" not in claim or value >= claim["at_least"])
-                      and ("at_most" not in claim or value <= claim["at_most"])
-                      and ("equals" not in claim or value == claim["equals"]))
-            entry.update(measured=value, measured_text=fmt(value, kind), detail=detail,
-                         passed=bool(passed), result="holds" if passed else "does not hold")
+            entry.update(judge(claim, values, kind), detail=details[0])
         results.append(entry)
     scored = [r for r in results if r["passed"] is not None]
     held = sum(r["passed"] for r in scored)
     return {"title": spec.get("title", ""), "reference": spec.get("reference", ""),
             "claims": results, "scored": len(scored), "held": held,
-            "not_scored": len(results) - len(scored),
-            "headline": headline(results, arms)}
+            "inconclusive": sum(r["result"] == "inconclusive" for r in results),
+            "not_scored": sum(r["result"] == "not scored" for r in results),
+            "repeats": len(sets), "headline": headline(results, arms)}
 
 
 def headline(results: list[dict[str, Any]], arms: list) -> str:
@@ -283,16 +347,24 @@ def headline(results: list[dict[str, Any]], arms: list) -> str:
     if not results:
         return "This study has no claims file: nothing is scored."
     held = sum(r["passed"] for r in scored)
-    text = (f"All {held} claims hold" if held == len(scored) > 1 else
-            f"{held} of {len(scored)} claims hold") + " on this machine"
+    judged = len(scored) + sum(r["result"] == "inconclusive" for r in results)
+    text = (f"All {held} claims hold" if held == judged > 1 else
+            f"{held} of {judged} claims hold") + " on this machine"
+    repeats = max((r.get("repeats") or 0 for r in results), default=0)
+    if repeats > 1:
+        text += f" over {repeats} repeats"
     env = (arms[0].summary.get("environment") or {}) if arms else {}
     if env:
         text += f" ({env.get('usable_cpus') or env.get('cpu_count')} CPUs, {arms[0].summary.get('size')} size)"
     missed = [f"{r['id']} ({r['measured_text']}, {r['check']})" for r in scored if not r["passed"]]
     if missed:
         text += f"; {'these do' if len(missed) > 1 else 'this does'} not: {', '.join(missed)}"
-    if len(scored) < len(results):
-        text += f"; {len(results) - len(scored)} not scored"
+    unsure = [f"{r['id']} ({r['measured_text']}, {r['check']})" for r in results if r["result"] == "inconclusive"]
+    if unsure:
+        text += f"; inconclusive over the repeats: {', '.join(unsure)}"
+    unscored = sum(r["result"] == "not scored" for r in results)
+    if unscored:
+        text += f"; {unscored} not scored"
     by_name = {a.name: a for a in arms}
     speed = next((r for r in results if r["metric"] == "speedup" and r["passed"] is not None), None)
     if speed and speed["against"] in by_name:

@@ -532,7 +532,7 @@ def build(study: str, runs: list[Arm], out_dir: str | Path,
     if scaling_fig is not None:
         paths["fig_scaling"] = scaling_fig
         figs.append(("Step time against map workers, predicted and measured", scaling_fig))
-    card = claims.score(claims_spec or {"claims": []}, arms)  # none: "nothing is scored"
+    card = claims.score(claims_spec or {"claims": []}, arms, runs)  # none: "nothing is scored"
     paths["scorecard"] = write_json(out / "scorecard.json", card)
     doc = _Document(f"Study {study}: ResNet50 input-pipeline tuning")
     scored = bool(card["claims"])
@@ -585,13 +585,13 @@ def _scorecard_table(card: dict[str, Any]) -> pd.DataFrame:
                          for r in card["claims"]])
 
 
-RESULT_CLASS = {"holds": "pass", "does not hold": "fail", "not scored": "na"}
+RESULT_CLASS = {"holds": "pass", "does not hold": "fail", "inconclusive": "unsure", "not scored": "na"}
 STYLE = ("body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;"
          "line-height:1.4}table{border-collapse:collapse;margin:1em 0;font-size:90%}"
          "td,th{border:1px solid #ccc;padding:4px 8px;text-align:left;vertical-align:top}"
          "th{background:#eee}img{max-width:100%}footer{font-size:80%;color:#555}"
          ".lead{font-size:115%;font-weight:bold}td.pass{background:#d9f2d9}"
-         "td.fail{background:#f8d0d0}td.na{background:#eee;color:#555}"
+         "td.fail{background:#f8d0d0}td.na{background:#eee;color:#555}td.unsure{background:#fbeec1}"
          "details{margin:.4em 0;border-top:1px solid #ddd;padding-top:.3em}"
          "summary{cursor:pointer;font-weight:bold;font-size:105%}.note{color:#555}"
          "details.why{border:0;padding:0;margin:0 0 .3em}details.why summary{font-weight:normal;"

@@ -259,7 +259,7 @@ def scorecard_tags(card: dict[str, Any]) -> dict[str, str]:
             + "\n\nThe whole report: the artifact report.html."}
     for claim in card["claims"]:
         tags[f"{TAG}claim.{claim['id']}"] = (f"{claim['result']}: {claim['measured_text']} "
-                                            f"({claim['check']})" if claim["passed"] is not None
+                                            f"({claim['check']})" if claim["result"] != "not scored"
                                             else f"not scored: {claim['detail']}")
     return tags
 

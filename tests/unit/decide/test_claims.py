@@ -146,3 +146,43 @@ def test_each_verdict_is_one_line_with_its_reasoning_one_click_away(arms, tmp_pa
     html = paths["html"].read_text()
     verdicts = html.split("<h2>Verdicts</h2>", 1)[1].split("<h2>", 1)[0]
     assert verdicts.count("<details class='why'><summary>why</summary>") == 2
+
+
+def test_a_claim_over_repeats_gets_its_median_interval_and_an_honest_inconclusive():
+    claim = {"at_most": 0.05}
+    # the four tuned-arm gap shares measured on one machine in four make runs
+    straddles = claims.judge(claim, [0.027, 0.045, 0.136, 0.001], "percent")
+    assert straddles["result"] == "inconclusive" and straddles["passed"] is None
+    assert straddles["interval"] == [0.001, 0.136] and straddles["interval_kind"] == "min-max"
+    assert straddles["measured"] == pytest.approx(0.036)
+    assert claims.judge(claim, [0.01, 0.02, 0.03], "percent")["result"] == "holds"
+    assert claims.judge(claim, [0.1, 0.2], "percent")["result"] == "does not hold"
+    assert claims.judge(claim, [0.04], "percent")["result"] == "holds"  # one run: as before
+    many = [0.01, 0.012, 0.011, 0.2, 0.013, 0.012]  # one outlier among six: the median's interval
+    low, high, how = claims.interval(many)
+    assert how == "bootstrap 95 %" and min(many) <= low <= high < 0.2
+    assert claims.interval(many) == (low, high, how)  # the same runs, the same interval
+    text = claims.judge({"equals": "a"}, ["a", "b", "a"], "text")
+    assert text["result"] == "inconclusive" and "held in 2 of 3 repeats" in text["measured_text"]
+
+
+def test_the_scorecard_scores_every_repeat(arms):
+    import copy
+
+    runs = list(arms)
+    for repeat, share in ((2, 0.30), (3, 0.01)):
+        for arm in arms:
+            again = copy.deepcopy(arm)
+            again.name = f"{arm.name}.r{repeat}"
+            again.summary["repeat"] = repeat
+            if arm.name == "tuned":
+                again.summary["gap_share"] = share
+            runs.append(again)
+    card = claims.score(claims.load(SEED_CLAIMS), arms, runs)
+    got = _by_id(card)
+    assert card["repeats"] == 3 and got["tuned_faster"]["repeats"] == 3
+    tuned = got["tuned_not_input_bound"]
+    assert tuned["interval"][0] == 0.01 and tuned["interval"][1] >= 0.30
+    assert tuned["result"] == "inconclusive" and card["inconclusive"] >= 1
+    assert "over 3 repeats" in card["headline"] and "inconclusive over the repeats: " in card["headline"]
+    assert got["culprit_is_map"]["result"] == "holds"  # the same key on every repeat
