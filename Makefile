@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 CORES ?= all
 SNAKEMAKE_ARGS ?=
 
-.PHONY: help setup test-services run test test-fast test-slowed lint lock report clean
+.PHONY: help setup test-services run paper test test-fast test-slowed lint lock report clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -42,6 +42,10 @@ test-services:  ## install PostgreSQL, SLURM and chromium (Debian's packages) wh
 
 run: setup  ## set up, then run the default study (snakemake --cores all)
 	$(BIN)/snakemake --cores $(CORES) --keep-going $(SNAKEMAKE_ARGS)
+
+REPEATS ?= 3
+paper: setup  ## the default study with REPEATS (3) runs of every arm: each claim with its interval
+	$(BIN)/snakemake --cores $(CORES) --keep-going --config repeats=$(REPEATS) $(SNAKEMAKE_ARGS)
 
 # The suite runs on TEST_WORKERS pytest-xdist workers (2: on 2 cores half the suite's time is
 # spent waiting on services, snakemake and start-ups); the shared smoke study and the SLURM
