@@ -289,9 +289,13 @@ def _verified(answer: dict[str, Any], checked: dict[str, Any], advice: dict[str,
     """The answer the verification windows give (perfstudy.decide.verification): the best
     measured setting, with its predicted and measured step; or no setting helps (measured)."""
     now, chosen = checked["now"], checked["chosen"]
-    counts = [r["steps"] for r in checked["rows"]]
-    n = (f"{checked['measured']} settings measured, {min(counts)}-{max(counts)} steps each on a "
-         "fresh pipeline")
+    short = [r["steps"] for r in checked["rows"] if not r.get("main_window")]
+    spans = f"{min(short)}-{max(short)}" if short and min(short) != max(short) else f"{short[0]}" if short else "0"
+    if now.get("main_window"):
+        n = (f"{len(short)} other setting(s) measured, {spans} steps each on a fresh pipeline, against "
+             f"the run's own {now['steps_measured']}-step window")
+    else:
+        n = f"{checked['measured']} settings measured, {spans} steps each on a fresh pipeline"
     base = {**answer, "verified": True, "verification": {
         k: checked[k] for k in ("helps", "unresolved", "unrepresentative", "bar", "measured", "rows")},
         "verified_now_ms": now["step_ms"], "verified_step_ms": chosen["step_ms"]}
@@ -338,9 +342,9 @@ def _verified(answer: dict[str, Any], checked: dict[str, Any], advice: dict[str,
     action = "cannot_help" if input_side else "none"
     bound = answer["bound"] if answer["action"] != "set_workers" else (
         "input" if input_side else "compute")
-    sentence = (f"No setting helps (measured): the fastest of {n} was "
+    sentence = (f"No setting helps (measured): the fastest was "
                 f"{'the current one' if best is now else best['label']} at {best['step_ms']:.0f} ms "
-                f"against {now['step_ms']:.0f} ms now, within the {100 * checked['bar']:.0f} % a change "
+                f"against {now['step_ms']:.0f} ms now ({n}), within the {100 * checked['bar']:.0f} % a change "
                 f"must clear (10 %, or the windows' noise if larger; the model predicted "
                 f"{now['predicted_ms']:.0f} -> "
                 f"{answer['model_answer']['predicted_step_ms']:.0f} ms"

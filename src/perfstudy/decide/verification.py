@@ -154,7 +154,8 @@ def accuracy_rows(verification: dict[str, Any] | None) -> list[dict[str, Any]]:
             rows.append({"label": w["label"], "role": w["role"], "settings": w["settings"],
                          "predicted_ms": w["predicted_ms"], "measured_ms": w["step_ms"],
                          "error": (w["predicted_ms"] - w["step_ms"]) / w["step_ms"],
-                         "rse": w["rse"], "steps": w["steps_measured"]})
+                         "rse": w["rse"], "steps": w["steps_measured"],
+                         "main_window": bool(w.get("main_window"))})
     return rows
 
 
