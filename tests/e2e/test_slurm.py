@@ -20,7 +20,7 @@ from conftest import REPO, SNAKEMAKE, env_without_mlflow, gate_overrides
 from servers import MlflowServer, Postgres
 from slurm_cluster import SlurmCluster
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("slurm")]  # one cluster per machine (fixed ports)
+pytestmark = [pytest.mark.slow, pytest.mark.serial]  # one cluster per machine (fixed ports)
 ARMS = ("baseline", "tuned")
 
 

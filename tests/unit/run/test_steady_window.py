@@ -16,7 +16,7 @@ from conftest import PYTHON, REPO
 from perfstudy.common.io import read_json
 from perfstudy.decide.decision import NOT_STEADY, validity
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.serial]  # the buffered batches depend on the host's pace
 MAX_SMOKE_STEPS = 200  # a smoke-size window must not need hundreds of steps
 BUFFERED = ["pipeline.extra_transform=perfstudy.run.transforms:Sleep",
             "+pipeline.extra_transform_args.milliseconds=150",
