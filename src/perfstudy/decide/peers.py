@@ -39,22 +39,26 @@ def described_ops(described: list[dict[str, Any]]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["op_id", "label", "config_key", "num_workers"])
 
 
-def _op(ops: pd.DataFrame | None, op_id: int | None) -> dict[str, Any]:
+def _row(ops: pd.DataFrame | None, op_id: int | None) -> pd.Series | None:
+    """The operator table's row of MindData op `op_id` (None when it has none)."""
     if ops is None or op_id is None or "op_id" not in ops:
-        return {}
+        return None
     rows = ops[ops["op_id"] == op_id]
-    if rows.empty:
+    return None if rows.empty else rows.iloc[0]
+
+
+def _op(ops: pd.DataFrame | None, op_id: int | None) -> dict[str, Any]:
+    row = _row(ops, op_id)
+    if row is None:
         return {}
-    row = rows.iloc[0]
     key = row.get("config_key")
     return {"operator": row["label"], "key": key if isinstance(key, str) and key else None}
 
 
 def _configured_workers(ops: pd.DataFrame | None, op_id: int | None) -> int | None:
-    if ops is None or op_id is None or "op_id" not in ops or "num_workers" not in ops:
-        return None
-    rows = ops[ops["op_id"] == op_id]
-    return None if rows.empty or pd.isna(rows.iloc[0]["num_workers"]) else int(rows.iloc[0]["num_workers"])
+    row = _row(ops, op_id)
+    workers = None if row is None else row.get("num_workers")
+    return None if workers is None or pd.isna(workers) else int(workers)
 
 
 def analyzer(raw: dict[str, Any], ops: pd.DataFrame | None) -> dict[str, Any]:

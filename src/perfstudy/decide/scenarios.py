@@ -111,7 +111,7 @@ def score(runs: list) -> tuple[pd.DataFrame, pd.DataFrame]:
             "model at pick vs sweep": "" if predicted_pick is None or picked_ms is None
             else f"{100 * (predicted_pick / picked_ms - 1):+.1f} %",
             "pick within 10 %": "not swept" if picked_ms is None
-            else ("yes" if picked_ms <= best * (1 + PICK_TARGET) else "NO"),
+            else within_best(picked_ms, best),
             WRONG_NO_HELP: "NO" if wrong_no_help else "no",
             "worst prediction error": f"{100 * max(errors):.1f} %",
             "predictions within 15 %": "yes" if max(errors) <= PREDICTION_TARGET else "NO",
@@ -122,6 +122,14 @@ def score(runs: list) -> tuple[pd.DataFrame, pd.DataFrame]:
                                medians, best),
         })
     return pd.DataFrame(rows), pd.DataFrame(points)
+
+
+UNSCORED_PREFETCH = "unscored (prefetch_size is not swept)"
+
+
+def within_best(step: float, best: float) -> str:
+    """"yes" when a measured step is within PICK_TARGET (10 %) of the best, else "NO"."""
+    return "yes" if step <= best * (1 + PICK_TARGET) else "NO"
 
 
 def peer_columns(reading: dict | None, key: str, moves: bool, measured: dict, best: float) -> dict[str, str]:
@@ -135,11 +143,11 @@ def peer_columns(reading: dict | None, key: str, moves: bool, measured: dict, be
                 ANALYZER_WITHIN: "unscored"}
     names_key = reading.get("key") == key
     right = names_key if moves else not (names_key and reading.get("knob"))
-    within = "unscored (prefetch_size is not swept)" if reading.get("knob") == "prefetch_size" else "unscored"
+    within = UNSCORED_PREFETCH if reading.get("knob") == "prefetch_size" else "unscored"
     settings = reading.get("settings") or {}
     if names_key and key in settings:
         at = measured.get((int(settings[key]), False))
-        within = "not swept" if at is None else ("yes" if at <= best * (1 + PICK_TARGET) else "NO")
+        within = "not swept" if at is None else within_best(at, best)
     return {ANALYZER_CULPRIT: reading.get("operator") or "none", ANALYZER_RIGHT: "yes" if right else "NO",
             ANALYZER_ADVICE: reading.get("advice") or "", ANALYZER_WITHIN: within}
 
@@ -153,7 +161,7 @@ def autotune_columns(arm, medians: dict[str, float], best: float) -> dict[str, s
     step = medians.get(arm.summary.get("arm", arm.name))
     return {"AutoTune settled on": reading.get("advice") or "no setting saved",
             "AutoTune step (ms)": "" if step is None else round(step),
-            "AutoTune within 10 %": "" if step is None else ("yes" if step <= best * (1 + PICK_TARGET) else "NO")}
+            "AutoTune within 10 %": "" if step is None else within_best(step, best)}
 
 
 def _promise(answer: dict) -> float | None:

@@ -9,7 +9,7 @@ import pandas as pd
 
 from perfstudy.decide import pick
 from perfstudy.decide.peers import ANALYZER
-from perfstudy.decide.scenarios import PICK_TARGET, SWEEP_MATTERS
+from perfstudy.decide.scenarios import SWEEP_MATTERS, UNSCORED_PREFETCH, within_best
 from perfstudy.run.settings import PRIMARY_KEY
 
 
@@ -63,11 +63,11 @@ def against_sweep(arms: list) -> pd.DataFrame:
         settings = reading.get("settings") or {}
         ran = steps.get(int(settings[PRIMARY_KEY])) if PRIMARY_KEY in settings else None
         if reading.get("knob") == "prefetch_size":
-            within = "unscored (prefetch_size is not swept)"
+            within = UNSCORED_PREFETCH
         elif reading.get("knob") is None:
-            within = "yes" if steps.get(pick.arm_workers(source), best) <= best * (1 + PICK_TARGET) else "NO"
+            within = within_best(steps.get(pick.arm_workers(source), best), best)
         else:
-            within = "not swept" if ran is None else ("yes" if ran <= best * (1 + PICK_TARGET) else "NO")
+            within = "not swept" if ran is None else within_best(ran, best)
         rows.append({"tool": reading["tool"], "culprit": reading.get("operator") or "none",
                      "culprit right": "yes" if (names if moves else not names) else "NO",
                      "advice": reading.get("advice"), "its measured step (ms)": "" if ran is None else round(ran),
@@ -78,5 +78,5 @@ def against_sweep(arms: list) -> pd.DataFrame:
             rows.append({"tool": f"{tuned['tool']} ({arm.name})", "culprit": tuned.get("operator"),
                          "culprit right": "yes" if ((tuned.get("settings") or {}).get(PRIMARY_KEY, 1) > 1) == moves
                          else "NO", "advice": tuned["advice"], "its measured step (ms)": round(tuned["step_ms"]),
-                         "within 10 % of the best": "yes" if tuned["step_ms"] <= best * (1 + PICK_TARGET) else "NO"})
+                         "within 10 % of the best": within_best(tuned["step_ms"], best)})
     return pd.DataFrame(rows)
