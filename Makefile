@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 CORES ?= all
 SNAKEMAKE_ARGS ?=
 
-.PHONY: help setup test-services run paper test test-fast test-slowed lint lock report clean
+.PHONY: help setup test-services run rerun paper test test-fast test-slowed lint lock report clean clean-history
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -43,6 +43,9 @@ test-services:  ## install PostgreSQL, SLURM and chromium (Debian's packages) wh
 run: setup  ## set up, then run the default study (snakemake --cores all)
 	$(BIN)/snakemake --cores $(CORES) --keep-going $(SNAKEMAKE_ARGS)
 
+rerun: setup  ## run the study again on the same data (trainings redone): the scorecard gains a run of history
+	$(BIN)/snakemake --cores $(CORES) --keep-going --forcerun train $(SNAKEMAKE_ARGS)
+
 REPEATS ?= 3
 paper: setup  ## the default study with REPEATS (3) runs of every arm: each claim with its interval
 	$(BIN)/snakemake --cores $(CORES) --keep-going --config repeats=$(REPEATS) $(SNAKEMAKE_ARGS)
@@ -73,5 +76,8 @@ report: setup  ## snakemake's own self-contained HTML report of the last run
 lock:  ## re-pin requirements.lock from requirements.in (needs uv)
 	uv pip compile requirements.in -o requirements.lock --python-version 3.11
 
-clean:  ## delete every output (results/ is rebuilt by the next run)
+clean:  ## delete every output but the MLflow store (results/mlflow: the study's history); the next run rebuilds them
+	rm -rf results/data results/runs results/report results/logs results/benchmarks .snakemake
+
+clean-history:  ## delete every output and the MLflow store too (the claims' history starts again)
 	rm -rf results/data results/runs results/report results/mlflow results/logs results/benchmarks .snakemake

@@ -14,9 +14,25 @@ from perfstudy.common import config
 from perfstudy.common.io import read_json
 from perfstudy.decide import claims
 from perfstudy.orchestrate.cli import UserError, main_guard, setup_logging
-from perfstudy.present import report
+from perfstudy.present import history, report, tracking
 
 log = logging.getLogger("make_report")
+
+
+def _history(args, spec, arms) -> dict | None:
+    """The study's earlier recorded runs from its tracking store (None: no claims, or
+    tracking.history is off); a store that cannot be read is said in the scorecard, not fatal:
+    the report needs no tracking server."""
+    cfg = config.load_run_config(Path(args.runs_dir) / args.arms[0] / "config.yaml")
+    if not spec or not spec["claims"] or not cfg.tracking.history:
+        return None
+    uri = tracking.resolve_uri(cfg.tracking.uri, cfg.paths.results)
+    ctx = history.context_of_runs(args.study, args.claims, arms)
+    stamp = max(tracking.run_end_ms(a.steps) for a in arms)  # these results' own point
+    found = history.read(uri, f"{cfg.tracking.experiment_prefix}/{args.study}", ctx,
+                         [c["id"] for c in spec["claims"]], exclude_stamp=stamp)
+    log.info("history: %s", found["error"] or f"{len(found['records'])} earlier recorded run(s) in {uri}")
+    return {**found, "machine": ctx[f"{history.TAG}machine"]}
 
 
 def main() -> None:
@@ -48,7 +64,7 @@ def main() -> None:
                             "(snakemake --cores all --forcerun train) rather than mixing results of "
                             "two configs in one report.")
         arms.append(arm)
-    paths = report.build(args.study, arms, args.out, spec)
+    paths = report.build(args.study, arms, args.out, spec, _history(args, spec, arms))
     for arm in arms:
         log.info(report.verdict(arm, arms[0] if arms[0].name == "baseline" else None))
     log.info("scorecard: %s", read_json(paths["scorecard"])["headline"])

@@ -2,9 +2,11 @@
 """Create (once) the study's MLflow experiment and parent run; write their ids.
 
 Runs upstream of every per-arm tracking job, so parallel jobs never race on creating the
-experiment or migrating the SQLite schema.
-    python scripts/track_init.py --run-config results/runs/seed_case/baseline/config.yaml \
-        --out results/runs/seed_case/mlflow_study.json
+experiment or migrating the SQLite schema. The parent run is this results folder's for these
+claims and arm configs: a study run again with other configs or claims gets a new parent run,
+and the old one stays as a point of the study's history (perfstudy.present.history).
+    python scripts/track_init.py --run-configs results/runs/seed_case/*/config.yaml \
+        --claims workflow/claims/seed_case.yaml --out results/runs/seed_case/mlflow_study.json
 """
 
 import argparse
@@ -15,17 +17,23 @@ from perfstudy.common import config
 from perfstudy.common.io import write_json
 from perfstudy.common.provenance import git_state
 from perfstudy.orchestrate.cli import main_guard, setup_logging
-from perfstudy.present import tracking
+from perfstudy.present import history, tracking
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--run-config", required=True, help="any arm's resolved config.yaml")
+    parser.add_argument("--run-configs", nargs="+", required=True,
+                        help="every run's resolved config.yaml")
+    parser.add_argument("--claims", default="", help="the study's claims file, if any")
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
     setup_logging()
-    cfg = config.load_run_config(args.run_config)
+    configs = [config.load_run_config(path) for path in args.run_configs]
+    cfg = configs[0]
+    ctx = history.context(cfg.study, args.claims, {c.arm: config.config_hash(c) for c in configs},
+                          machine="")
+    ctx.pop(f"{history.TAG}machine")  # set from the runs' own summaries by track_study
     uri = tracking.resolve_uri(cfg.tracking.uri, cfg.paths.results)
     instance = tracking.study_instance(Path(args.out).parent)
     name = f"{cfg.tracking.experiment_prefix}/{cfg.study}"
@@ -33,7 +41,7 @@ def main() -> None:
         client = tracking.client_for(uri)
         experiment_id = tracking.ensure_experiment(client, name, uri)
         parent = tracking.ensure_study_run(client, experiment_id, cfg.study, instance,
-                                           {"git_sha": str(git_state()["git_sha"])})
+                                           {"git_sha": str(git_state()["git_sha"])}, identity=ctx)
     write_json(args.out, {"tracking_uri": uri, "experiment_name": name, "instance": instance,
                           "experiment_id": experiment_id, "study_run_id": parent})
 

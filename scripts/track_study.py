@@ -15,7 +15,7 @@ import pandas as pd
 from perfstudy.common.io import read_json, write_json
 from perfstudy.decide.diagnosis import verdict_label
 from perfstudy.orchestrate.cli import main_guard, setup_logging
-from perfstudy.present import tracking
+from perfstudy.present import history, tracking
 
 
 def main() -> None:
@@ -76,9 +76,14 @@ def main() -> None:
                     f"({row['steady_step_ms']:.0f} vs {row['source_step_ms']:.0f} ms per step)")
     card = read_json(report_dir / "scorecard.json")  # the claims, scored: the run's description
     tags.update(tracking.scorecard_tags(card))
+    if args.run_files:  # the machine kind the runs ran on: the history's points are compared within it
+        env = read_json(Path(args.run_files[0]).parent / "summary.json").get("environment") or {}
+        tags[f"{history.TAG}machine"] = history.machine_kind(env)
     if card["claims"]:
         metrics.update({"claims/held": card["held"], "claims/scored": card["scored"],
-                        "claims/inconclusive": card.get("inconclusive", 0)})
+                        "claims/inconclusive": card.get("inconclusive", 0),
+                        "claims/fragile": len(card.get("fragile") or [])})
+        metrics.update(history.result_metrics(card))  # this run's point of the study's history
         for claim in card["claims"]:  # each numeric claim's median and interval over the repeats
             if isinstance(claim.get("measured"), (int, float)) and not isinstance(claim["measured"], bool):
                 metrics[f"claim/{claim['id']}/median"] = float(claim["measured"])

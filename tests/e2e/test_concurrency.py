@@ -1,5 +1,6 @@
 """Two studies logging to one MLflow store at the same time: no lock errors, no lost runs."""
 
+import json
 import subprocess
 from pathlib import Path
 
@@ -63,3 +64,16 @@ def test_two_studies_share_one_sqlite_store_at_once(tmp_path):
     assert parents2 == parents
     assert {k: r.info.run_id for k, r in arms2.items()} == {k: r.info.run_id for k, r in arms.items()}
     assert len(runs2) == len(runs) == 4 and all(r.info.status == "FINISHED" for r in runs2)
+
+    # The same study, claims and configs on one machine: study_a's report, made again, reads
+    # study_b's run back from the store as its history (its own point is not counted twice).
+    _finish([_start(folders[0], uri, "--forcerun", "make_report")])
+    card = json.loads((folders[0] / "report" / STUDY / "scorecard.json").read_text())
+    assert card["history"]["runs"] == 2 and card["history"]["error"] is None
+    judged = [c for c in card["claims"] if c["result"] != "not scored"]
+    assert judged and all(c["history"]["runs"] == 2 and " of 2 runs on this machine kind" in c["history"]["text"]
+                          for c in judged)
+    parent = client.get_run(parents[(folders[0] / "runs" / STUDY / "instance_id").read_text().strip()])
+    assert parent.data.tags["perfstudy.machine"] == card["history"]["machine"]
+    assert {f"perfstudy.claim_history.{c['id']}" for c in judged} <= set(parent.data.tags)
+    assert len(client.get_metric_history(parent.info.run_id, f"claim/{judged[0]['id']}/result")) == 1

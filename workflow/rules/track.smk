@@ -1,7 +1,8 @@
 rule track_init:
     """The study's MLflow experiment and parent run, made once before arms are logged (parallel jobs would race on creating them and on migrating the SQLite schema)."""
     input:
-        f"{RESULTS}/runs/{{study}}/{ARMS[0]}/config.yaml",
+        configs=expand(f"{RESULTS}/runs/{{{{study}}}}/{{arm}}/config.yaml", arm=ARMS),
+        claims=claims_input,
     output:
         f"{RESULTS}/runs/{{study}}/mlflow_study.json",
     params:
@@ -16,7 +17,8 @@ rule track_init:
     conda:
         "../envs/perfstudy.yaml"
     shell:
-        "{params.python} {params.script} --run-config {input} --out {output} 2> {log}"
+        "{params.python} {params.script} --run-configs {input.configs} --claims '{input.claims}' "
+        "--out {output} 2> {log}"
 
 
 rule track_arm:

@@ -186,6 +186,8 @@ class TrackingConfig:
     # None: $MLFLOW_TRACKING_URI if set, else sqlite:///<paths.results>/mlflow/mlflow.db
     uri: Optional[str] = None
     experiment_prefix: str = "perfstudy"
+    # read the study's earlier recorded runs back for the scorecard (each claim's history)
+    history: bool = True
 
 
 @dataclass

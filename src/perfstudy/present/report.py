@@ -460,12 +460,14 @@ def _provenance(arms: list[Arm]) -> str:
 
 
 def build(study: str, runs: list[Arm], out_dir: str | Path,
-          claims_spec: dict[str, Any] | None = None) -> dict[str, Path]:
+          claims_spec: dict[str, Any] | None = None,
+          history: dict[str, Any] | None = None) -> dict[str, Path]:
     """Write scorecard.json, comparison.csv, repeats.csv, figures/*.png, report.md and
     report.html: the scorecard, the headline figure and the verdicts first, the detail below.
 
     runs: every run of the study; the detailed sections show each arm's first repeat, the
     repeats section all of them. claims_spec: the study's claims file (perfstudy.claims.load).
+    history: the study's earlier recorded runs (perfstudy.present.history.read), or None.
     """
     out = Path(out_dir)
     figures = out / "figures"
@@ -533,13 +535,16 @@ def build(study: str, runs: list[Arm], out_dir: str | Path,
         paths["fig_scaling"] = scaling_fig
         figs.append(("Step time against map workers, predicted and measured", scaling_fig))
     card = claims.score(claims_spec or {"claims": []}, arms, runs)  # none: "nothing is scored"
+    if history is not None and card["claims"]:
+        card = claims.with_history(card, claims_spec, history, history["machine"])
     paths["scorecard"] = write_json(out / "scorecard.json", card)
     doc = _Document(f"Study {study}: ResNet50 input-pipeline tuning")
     scored = bool(card["claims"])
     doc.lead(card["headline"] if scored else scenarios.summary_line(bench) if benchmark else None)
     if scored:
+        note = " ".join(t for t in (card.get("reference"), history_note(card)) if t)
         doc.section(card.get("title") or "The claims, scored", _scorecard_table(card),
-                    note=card.get("reference"), css="scorecard")
+                    note=note or None, css="scorecard")
     for title, table_ in benchmark:
         doc.section(title, table_)
     doc.figure("Where a step's time goes, per arm", paths["fig_breakdown"], open_=True)
@@ -579,13 +584,33 @@ NOTES = (
 
 
 def _scorecard_table(card: dict[str, Any]) -> pd.DataFrame:
-    return pd.DataFrame([{"result": r["result"], "claim": f"{r['claim']} ({r['source']}; {r['arm']})",
-                          "published": r["published_text"], "measured here": r["measured_text"],
-                          "check": r["check"], "how": r["detail"]}
-                         for r in card["claims"]])
+    table = pd.DataFrame([{"result": r["result"] + (", fragile" if (r.get("history") or {}).get("fragile") else ""),
+                           "claim": f"{r['claim']} ({r['source']}; {r['arm']})",
+                           "published": r["published_text"], "measured here": r["measured_text"],
+                           "check": r["check"], "across runs": (r.get("history") or {}).get("text", "-"),
+                           "how": r["detail"]}
+                          for r in card["claims"]])
+    return table if "history" in card else table.drop(columns="across runs")
 
 
-RESULT_CLASS = {"holds": "pass", "does not hold": "fail", "inconclusive": "unsure", "not scored": "na"}
+def history_note(card: dict[str, Any]) -> str | None:
+    """Under the scorecard: where its history comes from (or why it could not be read)."""
+    h = card.get("history")
+    if not h:
+        return None
+    if h.get("error"):
+        return f"History not read: {h['error']}"
+    text = (f"History: {h['runs']} recorded run(s) of this study, claims and configs on this machine "
+            f"kind ({h['machine']}), this one included, read back from the tracking store")
+    if h["other_machines"]:
+        text += f"; {h['other_machines']} run(s) on other machine kinds are not mixed in"
+    return text + (". Fragile: the verdict changed across the runs, or the margin to the bound is "
+                   "inside the spread of the values across them.")
+
+
+RESULT_CLASS = {"holds": "pass", "does not hold": "fail", "inconclusive": "unsure", "not scored": "na",
+                "holds, fragile": "unsure", "does not hold, fragile": "unsure",
+                "inconclusive, fragile": "unsure"}
 STYLE = ("body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;"
          "line-height:1.4}table{border-collapse:collapse;margin:1em 0;font-size:90%}"
          "td,th{border:1px solid #ccc;padding:4px 8px;text-align:left;vertical-align:top}"

@@ -180,15 +180,16 @@ def _find_runs(client, experiment_id: str, tags: dict[str, str]):
 
 
 def ensure_study_run(client, experiment_id: str, study: str, instance: str,
-                     base_tags: dict[str, str]) -> str:
-    """The study's parent run for one results folder (found by tags, created once, SCHEDULED)."""
-    runs = _find_runs(client, experiment_id, {f"{TAG}study": study, f"{TAG}role": "study",
-                                              f"{TAG}instance": instance})
+                     base_tags: dict[str, str], identity: dict[str, str] | None = None) -> str:
+    """The study's parent run for one results folder (found by tags, created once, SCHEDULED).
+
+    identity: more tags it is found by (the claims' and configs' hashes): other ones get a new
+    parent run, the old one is kept as history."""
+    keys = {f"{TAG}study": study, f"{TAG}role": "study", f"{TAG}instance": instance, **(identity or {})}
+    runs = _find_runs(client, experiment_id, keys)
     if runs:
         return runs[0].info.run_id
-    run = client.create_run(experiment_id, run_name=study,
-                            tags={**base_tags, f"{TAG}study": study, f"{TAG}role": "study",
-                                  f"{TAG}instance": instance})
+    run = client.create_run(experiment_id, run_name=study, tags={**base_tags, **keys})
     # SCHEDULED until track_study logs the report: a study that stops before then (bad
     # input, a failed arm) must not leave a run that claims to be RUNNING.
     client.update_run(run.info.run_id, status="SCHEDULED")
@@ -261,6 +262,8 @@ def scorecard_tags(card: dict[str, Any]) -> dict[str, str]:
         tags[f"{TAG}claim.{claim['id']}"] = (f"{claim['result']}: {claim['measured_text']} "
                                             f"({claim['check']})" if claim["result"] != "not scored"
                                             else f"not scored: {claim['detail']}")
+        if claim.get("history"):  # across the study's recorded runs on this machine kind
+            tags[f"{TAG}claim_history.{claim['id']}"] = claim["history"]["text"]
     return tags
 
 

@@ -1,0 +1,113 @@
+"""The study's history read back from a real SQLite store, and each claim judged across it."""
+
+from perfstudy.decide import claims
+from perfstudy.present import history, tracking
+
+SPEC = {"claims": [
+    {"id": "gap", "claim": "The tuned arm is not input-bound.", "metric": "gap_share", "arm": "tuned",
+     "at_most": 0.05},
+    {"id": "fast", "claim": "The tuned arm is faster.", "metric": "speedup", "arm": "tuned",
+     "against": "baseline", "at_least": 1.05},
+    {"id": "culprit", "claim": "The map is the culprit.", "metric": "culprit_key", "arm": "baseline",
+     "equals": "pipeline.num_parallel_workers"},
+]}
+MACHINE = "AMD EPYC, 2 CPUs"
+
+
+def _card(gap, fast, culprit="pipeline.num_parallel_workers"):
+    def entry(cid, value, kind):
+        claim = next(c for c in SPEC["claims"] if c["id"] == cid)
+        return {"id": cid, "claim": claim["claim"], "metric": claim["metric"],
+                "check": "", **claims.judge(claim, [value], kind)}
+    return {"claims": [entry("gap", gap, "percent"), entry("fast", fast, "times"),
+                       entry("culprit", culprit, "text")], "headline": "2 of 3 claims hold."}
+
+
+def _log_point(client, parent, card, stamp):
+    metrics = history.result_metrics(card)
+    metrics.update({f"claim/{c['id']}/median": c["measured"] for c in card["claims"]
+                    if not isinstance(c["measured"], str)})
+    tracking.log_study(client, parent, metrics=metrics, tags={}, artifacts=[], stamp_ms=stamp)
+
+
+def _store(tmp_path, ctx, machine=MACHINE, instance="i1"):
+    uri = tracking.default_uri(tmp_path)
+    client = tracking.client_for(uri)
+    exp = tracking.ensure_experiment(client, "perfstudy/s", uri)
+    identity = {k: v for k, v in ctx.items() if k != "perfstudy.machine"}
+    parent = tracking.ensure_study_run(client, exp, "s", instance, {}, identity=identity)
+    client.set_tag(parent, "perfstudy.machine", machine)
+    return uri, client, parent
+
+
+def _ctx(tmp_path, configs=None):
+    claims_file = tmp_path / "claims.yaml"
+    claims_file.write_text("claims: []\n")
+    return history.context("s", claims_file, configs or {"baseline": "h1", "tuned": "h2"}, MACHINE)
+
+
+def test_a_second_run_sees_the_first_and_a_straddling_claim_is_fragile(tmp_path):
+    ctx = _ctx(tmp_path)
+    uri, client, parent = _store(tmp_path, ctx)
+    _log_point(client, parent, _card(gap=0.027, fast=1.50), stamp=1_000)
+    _log_point(client, parent, _card(gap=0.027, fast=1.50), stamp=1_000)  # logged again: no point
+    found = history.read(uri, "perfstudy/s", ctx, ["gap", "fast", "culprit"])
+    assert found["error"] is None and [r["stamp"] for r in found["records"]] == [1_000]
+    assert found["records"][0]["claims"]["gap"] == {"result": "holds", "value": 0.027}
+
+    card = claims.with_history(_card(gap=0.136, fast=1.48), SPEC, found, MACHINE)
+    by_id = {c["id"]: c["history"] for c in card["claims"]}
+    assert card["history"]["runs"] == 2
+    assert by_id["gap"]["text"].startswith("held in 1 of 2 runs on this machine kind; fragile")
+    assert by_id["gap"]["fragile"] and "verdict changed" in by_id["gap"]["why"]
+    assert by_id["fast"] == {**by_id["fast"], "held": 2, "runs": 2, "fragile": False}
+    assert by_id["culprit"]["text"] == "held in 2 of 2 runs on this machine kind"
+    assert card["fragile"] == ["gap"] and "Fragile across the 2 recorded runs" in card["headline"]
+
+
+def test_a_margin_inside_the_spread_across_runs_is_fragile_even_when_both_runs_hold(tmp_path):
+    found = {"records": [{"stamp": 1, "machine": MACHINE,
+                          "claims": {"gap": {"result": "holds", "value": 0.001},
+                                     "fast": {"result": "holds", "value": 1.9}}}]}
+    card = claims.with_history(_card(gap=0.045, fast=1.06), SPEC, found, MACHINE)
+    by_id = {c["id"]: c["history"] for c in card["claims"]}
+    assert by_id["gap"]["fragile"] and "4.4 points" in by_id["gap"]["why"]  # spread 4.4, margin 0.5
+    assert by_id["fast"]["fragile"] and "0.01x" in by_id["fast"]["why"]
+    assert not by_id["culprit"]["fragile"]
+
+
+def test_other_machine_kinds_and_other_configs_are_not_mixed_in(tmp_path):
+    ctx = _ctx(tmp_path)
+    uri, client, parent = _store(tmp_path, ctx, machine="Intel Xeon, 16 CPUs")
+    _log_point(client, parent, _card(gap=0.30, fast=1.01), stamp=5)
+    other = _ctx(tmp_path, {"baseline": "h1", "tuned": "CHANGED"})
+    _, _, parent2 = _store(tmp_path, other, instance="i1")
+    assert parent2 != parent  # other configs, same folder: a new parent run, the old one kept
+    _log_point(client, parent2, _card(gap=0.30, fast=1.01), stamp=6)
+
+    found = history.read(uri, "perfstudy/s", ctx, ["gap", "fast", "culprit"])
+    assert [r["machine"] for r in found["records"]] == ["Intel Xeon, 16 CPUs"]
+    card = claims.with_history(_card(gap=0.01, fast=1.5), SPEC, found, MACHINE)
+    gap = card["claims"][0]["history"]
+    assert gap["runs"] == 1 and not gap["fragile"]
+    assert gap["text"] == ("the first recorded run on this machine kind "
+                           "(1 run(s) on other machine kinds not counted)")
+
+
+def test_no_store_yet_is_no_history_and_is_not_created(tmp_path):
+    ctx = _ctx(tmp_path)
+    uri = tracking.default_uri(tmp_path / "none")
+    assert history.read(uri, "perfstudy/s", ctx, ["gap"]) == {"records": [], "error": None}
+    assert not tracking.sqlite_file(uri).exists()
+
+
+def test_an_unreachable_server_is_one_sentence_not_a_failure(tmp_path):
+    found = history.read("http://127.0.0.1:9", "perfstudy/s", _ctx(tmp_path), ["gap"])
+    assert found["records"] == [] and "cannot be reached" in found["error"]
+
+
+def test_the_runs_own_point_is_not_counted_twice(tmp_path):
+    ctx = _ctx(tmp_path)
+    uri, client, parent = _store(tmp_path, ctx)
+    _log_point(client, parent, _card(gap=0.02, fast=1.5), stamp=77)
+    assert history.read(uri, "perfstudy/s", ctx, ["gap"], exclude_stamp=77)["records"] == []
