@@ -61,6 +61,11 @@ def main() -> None:
             value = getattr(row, key)
             if value == value:  # NaN (an interval from one repeat) is not logged
                 metrics[f"{row.arm}/{key}"] = value
+    answers_csv = report_dir / "answers.csv"
+    if answers_csv.is_file():  # each arm's answer over its repeats, against run-to-run noise
+        for row in pd.read_csv(answers_csv).to_dict("records"):
+            tags[f"perfstudy.answer_across_repeats.{row['arm']}"] = row["sentence"]
+            metrics[f"{row['arm']}/answer_settled"] = float(bool(row["settled"]))
     prepared_csv = report_dir / "prepared.csv"
     if prepared_csv.is_file():  # the decode remedy, measured: gain, prediction, cost, payback
         for row in pd.read_csv(prepared_csv).to_dict("records"):
@@ -91,7 +96,8 @@ def main() -> None:
                 metrics[f"claim/{claim['id']}/low"] = float(low)
                 metrics[f"claim/{claim['id']}/high"] = float(high)
     files = [(report_dir / name, None) for name in ("report.html", "report.md", "comparison.csv",
-                                                    "repeats.csv", "prepared.csv", "scorecard.json")
+                                                    "repeats.csv", "prepared.csv", "answers.csv",
+                                                    "scorecard.json")
              if (report_dir / name).is_file()]
     files += [(png, "figures") for png in sorted((report_dir / "figures").glob("*.png"))]
     with tracking.store_lock(ids["tracking_uri"]):

@@ -85,3 +85,48 @@ def report_table(frame: pd.DataFrame) -> pd.DataFrame:
         "speedup (median)": f"{row.speedup_median:.2f}x",
         f"{100 * CONFIDENCE:.0f} % bootstrap interval": interval(row),
     } for row in frame.itertuples(index=False)])
+
+
+def _answer(diagnosis: dict) -> str:
+    """A repeat's answer as a user would act on it: the settings it changes, or keep."""
+    from perfstudy.decide.decision import describe_changes
+
+    rec = diagnosis["recommendation"]
+    changes = rec.get("changes") or {}
+    if not changes:
+        return "keep the setting"
+    return "set " + describe_changes(changes, diagnosis.get("advisor") or {})
+
+
+def answers(runs: list, margin: float = 0.10) -> list[dict]:
+    """Each diagnosed arm's answer over its repeats, set against the run-to-run noise: the
+    answers' counts, the step's spread across the repeats, and `settled`: every repeat gave
+    the same answer, and an answer that changes a setting measured a gain beyond both the
+    margin (10 %) and the step's run-to-run spread. Arms with one repeat are left out."""
+    out = []
+    for arm, group in by_arm(runs).items():
+        diagnosed = [r for r in group if r.diagnosis]
+        if len(diagnosed) < 2:
+            continue
+        given = [_answer(r.diagnosis) for r in diagnosed]
+        steps = [r.summary["steady_step_ms"] for r in group]
+        spread = (max(steps) - min(steps)) / float(np.median(steps))
+        gains = [r.diagnosis["recommendation"].get("measured_gain") for r in diagnosed
+                 if r.diagnosis["recommendation"].get("changes")]
+        gains = [g for g in gains if g is not None]
+        counts = {a: given.count(a) for a in dict.fromkeys(given)}
+        agree = len(counts) == 1
+        clear = min(gains) > max(margin, spread) if gains else True
+        if not agree:
+            why = (f"the repeats disagree ({'; '.join(f'{a}: {n} of {len(given)}' for a, n in counts.items())}): "
+                   f"the settings they chose are not told apart on this machine (the step moved "
+                   f"{100 * spread:.0f} % between repeats, against the {100 * margin:.0f} % a change must clear)")
+        elif not clear:
+            why = (f"every repeat says {given[0]}, but its smallest measured gain "
+                   f"({100 * min(gains):.0f} %) is inside the step's run-to-run spread "
+                   f"({100 * spread:.0f} %) or the {100 * margin:.0f} % margin")
+        else:
+            why = f"every repeat says {given[0]}"
+        out.append({"arm": arm, "repeats": len(given), "answers": counts, "spread": spread,
+                    "settled": agree and clear, "sentence": f"Across {len(given)} repeats: {why}."})
+    return out

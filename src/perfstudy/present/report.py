@@ -489,13 +489,26 @@ def build(study: str, runs: list[Arm], out_dir: str | Path,
         paths["prepared"] = write_csv(out / "prepared.csv", prepared)
     unlike = machines_check(arms)
     verdicts: list[tuple[str, str | None]] = [(unlike, None)] if unlike else []
+    across = {a["arm"]: a for a in repeats.answers(runs)}  # each answer against run-to-run noise
+    if across:
+        paths["answers"] = write_csv(out / "answers.csv", pd.DataFrame(
+            [{"arm": a["arm"], "repeats": a["repeats"], "settled": a["settled"],
+              "step_spread": a["spread"], "sentence": a["sentence"]} for a in across.values()]))
+    else:  # one repeat: no answers across repeats (none left over from an earlier study)
+        (out / "answers.csv").unlink(missing_ok=True)
     for arm in arms:
         if not arm.diagnosis:  # not analysed: the measured floor only, no advice
             verdicts.append((verdict(arm, baseline), None))
             continue
         why = (f"{_workers_text(arm.summary)}. {arm.diagnosis['headline']} "
                f"{arm.diagnosis['recommendation']['sentence']}{remedy.quote(arm, prepared)}")
-        verdicts.append((verdict_line(arm, baseline), why))
+        line = verdict_line(arm, baseline)
+        if arm.summary.get("arm", arm.name) in across:
+            answer = across[arm.summary.get("arm", arm.name)]
+            why += " " + answer["sentence"]
+            if not answer["settled"]:
+                line += f" The {answer['repeats']} repeats do not settle it (see why)."
+        verdicts.append((line, why))
     exclusions = [f"{a.name}: {a.summary['steps_measured']} measured, excluded "
                   f"{a.summary['steps_excluded_by_phase']}; {a.summary['drain_rule']}" for a in arms]
     bench, bench_points = scenarios.score(runs)  # every repeat: the sweep's medians

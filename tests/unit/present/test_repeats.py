@@ -49,12 +49,12 @@ def test_the_speedup_interval_is_reproducible_and_holds_the_estimate():
     assert np.isnan(repeats.speedup_interval([4300], [3000])[0])  # one repeat: no interval
 
 
-def _runs(tmp_path, steady_by_run):
+def _runs(tmp_path, steady_by_run, source=FIXTURES):
     runs = []
     for name, steady in steady_by_run.items():
         arm, _, k = name.partition(".r")
         run_dir = tmp_path / name
-        shutil.copytree(FIXTURES / arm, run_dir)
+        shutil.copytree(source / arm, run_dir)
         summary = copy.deepcopy(read_json(run_dir / "summary.json"))
         summary.update(run=name, repeat=int(k or 1), seed=1 + 10 * (int(k or 1) - 1), steady_step_ms=steady)
         write_json(run_dir / "summary.json", summary)
@@ -84,3 +84,39 @@ def test_one_repeat_has_no_repeats_section(tmp_path):
     paths = report.build("s", runs, tmp_path / "report")
     assert "## Repeats" not in paths["md"].read_text()
     assert pd.read_csv(paths["repeats"])["repeats"].tolist() == [1, 1]
+
+
+def _answer_in(run, changes, gain):
+    run.diagnosis = copy.deepcopy(run.diagnosis)
+    run.diagnosis["recommendation"].update(changes=changes, measured_gain=gain)
+    return run
+
+
+def test_an_answer_is_settled_only_when_every_repeat_gives_it_beyond_the_noise(tmp_path, analysed):
+    steady = {"baseline": 4300.0, "baseline.r2": 4400.0, "baseline.r3": 4350.0}
+    runs = _runs(tmp_path / "a", steady, analysed)
+    for run in runs:
+        _answer_in(run, {"pipeline.num_parallel_workers": 2}, 0.35)
+    (settled,) = repeats.answers(runs)
+    assert settled["settled"] and settled["answers"] == {"set pipeline.num_parallel_workers=2": 3}
+    assert settled["sentence"] == "Across 3 repeats: every repeat says set pipeline.num_parallel_workers=2."
+
+    runs = _runs(tmp_path / "b", steady, analysed)
+    _answer_in(runs[0], {}, None)  # one repeat keeps the setting: the repeats disagree
+    for run in runs[1:]:
+        _answer_in(run, {"pipeline.num_parallel_workers": 2}, 0.12)
+    (split,) = repeats.answers(runs)
+    assert not split["settled"] and "the repeats disagree (keep the setting: 1 of 3;" in split["sentence"]
+
+    runs = _runs(tmp_path / "c", {"baseline": 3000.0, "baseline.r2": 4400.0}, analysed)  # 38 % apart
+    for run in runs:
+        _answer_in(run, {"pipeline.num_parallel_workers": 2}, 0.20)
+    (noisy,) = repeats.answers(runs)
+    assert not noisy["settled"] and "inside the step's run-to-run spread (38 %)" in noisy["sentence"]
+
+    paths = report.build("s", runs, tmp_path / "report")
+    assert "The 2 repeats do not settle it (see why)." in paths["md"].read_text()
+    assert not pd.read_csv(paths["answers"])["settled"].any()
+    assert repeats.answers(runs[:1]) == []  # one repeat: nothing to settle
+    assert not (report.build("s", runs[:1], tmp_path / "report")).get("answers")
+    assert not (tmp_path / "report" / "answers.csv").exists()
