@@ -6,6 +6,7 @@ logged once), again with tracking forced (still once), and last a tracking job k
 kill -9 half way through its upload and run again (the same run, finished, no twin).
 """
 
+import json
 import subprocess
 import sys
 import time
@@ -86,6 +87,9 @@ def test_study_on_a_postgres_backed_server_survives_it_being_down_and_a_killed_u
         assert (out / "runs" / STUDY / arm / "summary.json").is_file()
         assert not (out / "runs" / STUDY / arm / "mlflow_run.json").exists()
     assert (out / "report" / STUDY / "report.html").is_file()
+    card = json.loads((out / "report" / STUDY / "scorecard.json").read_text())
+    assert "cannot be reached" in card["history"]["error"]  # the report says so, and is made
+    assert "History not read: The MLflow tracking server" in (out / "report" / STUDY / "report.md").read_text()
     init_log = (out / "logs" / "track_init" / f"{STUDY}.log").read_text()
     assert f"error: The MLflow tracking server {server.uri} cannot be reached" in init_log
     assert "track_init" in down.stderr and "cannot be reached" in down.stderr  # printed at the end
@@ -134,3 +138,22 @@ def test_study_on_a_postgres_backed_server_survives_it_being_down_and_a_killed_u
     assert arms3["tuned"].info.run_id == tuned.info.run_id
     assert arms3["tuned"].info.status == "FINISHED"
     assert len(client.get_metric_history(tuned.info.run_id, "step/step_ms")) == 13
+
+    # 5. History over HTTP: another results folder's earlier run of the same study, claims and
+    # configs on this machine kind (its parent run's identity and one point, logged as
+    # track_study logs them) is read back when the report is made again.
+    parent = client.get_run(parents[0].info.run_id)
+    identity = {k: v for k, v in parent.data.tags.items()
+                if k.startswith("perfstudy.") and k != "perfstudy.instance"}
+    earlier = client.create_run(parent.info.experiment_id, run_name=STUDY,
+                                tags={**identity, "perfstudy.instance": "another-folder"}).info.run_id
+    card = json.loads((out / "report" / STUDY / "scorecard.json").read_text())
+    judged = [c for c in card["claims"] if c["result"] != "not scored"]
+    for c in judged:
+        client.log_metric(earlier, f"claim/{c['id']}/result", 1.0, timestamp=1_000)
+    client.set_terminated(earlier)
+    made = _study(out, server.uri, "--forcerun", "make_report")
+    assert made.returncode == 0, made.stderr[-3000:]
+    card = json.loads((out / "report" / STUDY / "scorecard.json").read_text())
+    assert card["history"] == {**card["history"], "runs": 2, "error": None}
+    assert all(c["history"]["runs"] == 2 for c in card["claims"] if c["result"] != "not scored")
