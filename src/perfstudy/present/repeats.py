@@ -87,15 +87,16 @@ def report_table(frame: pd.DataFrame) -> pd.DataFrame:
     } for row in frame.itertuples(index=False)])
 
 
-def _answer(diagnosis: dict) -> str:
-    """A repeat's answer as a user would act on it: the settings it changes, or keep."""
+def describe(changes: dict, diagnosis: dict) -> str:
     from perfstudy.decide.decision import describe_changes
 
-    rec = diagnosis["recommendation"]
-    changes = rec.get("changes") or {}
-    if not changes:
-        return "keep the setting"
     return "set " + describe_changes(changes, diagnosis.get("advisor") or {})
+
+
+def _answer(diagnosis: dict) -> str:
+    """A repeat's answer as a user would act on it: the settings it changes, or keep."""
+    changes = diagnosis["recommendation"].get("changes") or {}
+    return describe(changes, diagnosis) if changes else "keep the setting"
 
 
 def answers(runs: list, margin: float = 0.10) -> list[dict]:
@@ -118,9 +119,14 @@ def answers(runs: list, margin: float = 0.10) -> list[dict]:
         agree = len(counts) == 1
         clear = min(gains) > max(margin, spread) if gains else True
         if not agree:
+            changes = [r.diagnosis["recommendation"].get("changes") or {} for r in diagnosed]
+            common = {k: v for k, v in changes[0].items() if all(c.get(k) == v for c in changes[1:])}
             why = (f"the repeats disagree ({'; '.join(f'{a}: {n} of {len(given)}' for a, n in counts.items())}): "
-                   f"the settings they chose are not told apart on this machine (the step moved "
-                   f"{100 * spread:.0f} % between repeats, against the {100 * margin:.0f} % a change must clear)")
+                   "their verification windows do not tell these settings apart on this machine "
+                   f"(the arm's step itself moved {100 * spread:.0f} % between repeats)")
+            if common:
+                why += (f"; every repeat agrees on {describe(common, diagnosed[0].diagnosis)}"
+                        ", the rest is not settled")
         elif not clear:
             why = (f"every repeat says {given[0]}, but its smallest measured gain "
                    f"({100 * min(gains):.0f} %) is inside the step's run-to-run spread "

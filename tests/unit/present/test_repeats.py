@@ -107,6 +107,14 @@ def test_an_answer_is_settled_only_when_every_repeat_gives_it_beyond_the_noise(t
         _answer_in(run, {"pipeline.num_parallel_workers": 2}, 0.12)
     (split,) = repeats.answers(runs)
     assert not split["settled"] and "the repeats disagree (keep the setting: 1 of 3;" in split["sentence"]
+    assert "agrees on" not in split["sentence"]
+    runs = _runs(tmp_path / "b2", steady, analysed)  # two answers that share the culprit's change
+    _answer_in(runs[0], {"pipeline.num_parallel_workers": 2, "pipeline.reader_workers": 2}, 0.3)
+    for run in runs[1:]:
+        _answer_in(run, {"pipeline.num_parallel_workers": 2}, 0.3)
+    (shared,) = repeats.answers(runs)
+    assert not shared["settled"]
+    assert "every repeat agrees on set pipeline.num_parallel_workers=2, the rest is not settled" in shared["sentence"]
 
     runs = _runs(tmp_path / "c", {"baseline": 3000.0, "baseline.r2": 4400.0}, analysed)  # 38 % apart
     for run in runs:
