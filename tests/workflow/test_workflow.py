@@ -116,6 +116,14 @@ def test_the_sweep_study_fans_out_one_arm_per_worker_count(tmp_path):
     assert "runs/sweep/workers_1/steps.csv" in out and "runs/sweep/autotune/steps.csv" in out
 
 
+def test_a_nested_true_given_on_the_command_line_is_a_boolean(tmp_path):
+    # Snakemake's --config leaves `true` inside a mapping a string; the schema wants a boolean
+    result = snakemake("-n", "--cores", "2", "--config", "study=scenarios",
+                       "studies={scenarios: {autotune: true, select: [python_loop]}}", workdir=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "runs/scenarios/python_loop_autotune/steps.csv" in result.stdout + result.stderr
+
+
 def test_sweep_arms_are_the_sweeps_overrides_plus_the_value():
     from perfstudy.common.config import ConfigError
     from perfstudy.orchestrate.study import arm_overrides, arm_table

@@ -171,8 +171,17 @@ def check_workflow_config(wf_config: dict[str, Any], schema_path: str | Path) ->
     import yaml
 
     schema = yaml.safe_load(Path(schema_path).read_text())
-    error = jsonschema.exceptions.best_match(
-        jsonschema.Draft202012Validator(schema).iter_errors(wf_config))
+    validator = jsonschema.Draft202012Validator(schema)
+    for found in list(validator.iter_errors(wf_config)):  # `--config` leaves a nested true a string
+        wanted = found.validator_value if found.validator == "type" else None
+        if "boolean" in ([wanted] if isinstance(wanted, str) else wanted or []) and \
+                isinstance(found.instance, str) and found.instance.lower() in ("true", "false"):
+            *parents, last = found.absolute_path
+            holder = wf_config
+            for part in parents:
+                holder = holder[part]
+            holder[last] = found.instance.lower() == "true"
+    error = jsonschema.exceptions.best_match(validator.iter_errors(wf_config))
     if error is not None:
         where = "/".join(str(part) for part in error.absolute_path) or "top level"
         raise ConfigError(f"workflow/config.yaml ({where}): {error.message}; fix the file or the "
