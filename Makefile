@@ -51,9 +51,9 @@ paper: setup  ## the default study with REPEATS (3) runs of every arm: each clai
 	$(BIN)/snakemake --cores $(CORES) --keep-going --config repeats=$(REPEATS) $(SNAKEMAKE_ARGS)
 
 # The suite runs on TEST_WORKERS pytest-xdist workers (2: on 2 cores half the suite's time is
-# spent waiting on services, snakemake and start-ups; the shared smoke study stays on one worker,
-# xdist_group), then the `serial` tests alone (the SLURM cluster's fixed ports, a state forced
-# by the host's own pace). TEST_WORKERS=0: all in one process.
+# spent waiting on services, snakemake and start-ups; the shared smoke study and the SLURM cluster
+# (fixed ports) each stay on one worker, xdist_group), then the `serial` tests alone (a state
+# forced by the host's own pace). TEST_WORKERS=0: all in one process.
 TEST_WORKERS ?= 2
 test: setup test-services  ## set up, then run the whole test suite (unit, workflow, end-to-end smoke, tracking server)
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup -m "not serial"

@@ -20,7 +20,9 @@ from conftest import REPO, SNAKEMAKE, env_without_mlflow, gate_overrides
 from servers import MlflowServer, Postgres
 from slurm_cluster import SlurmCluster
 
-pytestmark = [pytest.mark.slow, pytest.mark.serial]  # one cluster per machine (fixed ports)
+# One cluster per machine (fixed ports): every SLURM test on one xdist worker, one at a time; the
+# other worker's tests only share the CPUs (each fault here is forced by a gate, not by timing).
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("slurm")]
 ARMS = ("baseline", "tuned")
 
 
