@@ -189,6 +189,10 @@ def ensure_study_run(client, experiment_id: str, study: str, instance: str,
     runs = _find_runs(client, experiment_id, keys)
     if runs:
         return runs[0].info.run_id
+    for empty in _find_runs(client, experiment_id, {f"{TAG}study": study, f"{TAG}role": "study",
+                                                    f"{TAG}instance": instance}):
+        if empty.info.status == "SCHEDULED":  # this folder's parent that never got a scorecard
+            client.delete_run(empty.info.run_id)  # (e.g. a failed run of other configs): no history
     run = client.create_run(experiment_id, run_name=study, tags={**base_tags, **keys})
     # SCHEDULED until track_study logs the report: a study that stops before then (bad
     # input, a failed arm) must not leave a run that claims to be RUNNING.
@@ -511,10 +515,16 @@ def log_dataset(client, run_id: str, summary: dict[str, Any]) -> None:
     found = dataset_input(summary)
     if found is None:
         return
-    logged = client.get_run(run_id).inputs.dataset_inputs or []
-    if any(d.dataset.digest == found.dataset.digest and d.dataset.name == found.dataset.name for d in logged):
-        return
-    client.log_inputs(run_id, datasets=[found])
+    for attempt in (1, 2):
+        logged = client.get_run(run_id).inputs.dataset_inputs or []
+        if any(d.dataset.digest == found.dataset.digest and d.dataset.name == found.dataset.name for d in logged):
+            return
+        try:
+            client.log_inputs(run_id, datasets=[found])
+            return
+        except Exception:  # noqa: BLE001 - two arms' jobs created the same dataset at once (a
+            if attempt == 2:  # server's unique key); the second try finds it made and links it
+                raise
 
 
 def _tag(key: str, value: str):
