@@ -50,16 +50,33 @@ class DataConfig:
 
 @dataclass
 class ModelConfig:
-    """The network: ResNet50 (bottleneck v1.5), as in the MindSpore ModelZoo."""
+    """The network, built by a factory (Hydra's `_target_` convention, docs/bring-your-own.md):
+    `_target_(num_classes=..., **args)` returns a mindspore.nn.Cell of NCHW images -> logits.
+    The default is the study's ResNet50 (bottleneck v1.5, as in the MindSpore ModelZoo)."""
 
-    name: str = "resnet50"
+    _target_: str = "perfstudy.run.model.ResNet50"
+    name: str = "resnet50"  # how the report and MLflow name it
     num_classes: int = 4  # set from data.num_classes by the size/experiment files
+    # the factory's own keyword arguments, e.g. {model_name: mobilenet_v3_small_100} for mindcv
+    args: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
 class PipelineConfig:
-    """The case study's input pipeline."""
+    """The training input pipeline, built by a factory (Hydra's `_target_` convention,
+    docs/bring-your-own.md): `_target_(root, batch_size, image_size, seed, **args)` returns a
+    mindspore.dataset.Dataset of (image, label) batches. The default is the case study's own
+    (perfstudy.run.pipeline.case_study), which the keys from image_size to reader_workers size;
+    `workers`/`processes` re-size any pipeline's operators by address on the built tree."""
 
+    _target_: str = "perfstudy.run.pipeline.case_study"
+    # the factory's own keyword arguments (a user factory's; the case study's takes none)
+    args: dict[str, Any] = field(default_factory=dict)
+    # operator address (e.g. map_2: the pipeline's second map() counted from the source, as
+    # profile/pipeline.json lists them) -> num_parallel_workers, set on the built tree
+    workers: dict[str, int] = field(default_factory=dict)
+    # operator address -> python_multiprocessing of that map (its Python in worker processes)
+    processes: dict[str, bool] = field(default_factory=dict)
     image_size: int = 32
     batch_size: int = 32
     # None: call map() without num_parallel_workers, i.e. MindSpore's default (the
@@ -237,7 +254,6 @@ _CHOICES = {
     "trainer.mode": ("graph", "pynative"),
     "optimizer.name": ("momentum",),
     "optimizer.schedule": ("constant", "cosine", "step"),
-    "model.name": ("resnet50",),
     "profiler.name": ("off", "light", "full"),
     "profiler.placement": ("after", "inline"),
 }
@@ -380,6 +396,24 @@ def _validate_profiler(cfg: DictConfig) -> None:
                           "(placement after), or 0 (to the last step) with profiler.placement=inline.")
 
 
+# Free-form dicts of the schema (a factory's or a callable's own arguments, operator addresses):
+# any key may go in them, so an override of one is given Hydra's ++ (add or override) for the
+# user, who writes pipeline.workers.map_2=2 as any other key.
+OPEN_DICTS = ("model.args", "pipeline.args", "pipeline.workers", "pipeline.processes",
+              "pipeline.extra_transform_args", "pipeline.batch_transform_args")
+
+
+def open_overrides(overrides: list[str] | tuple[str, ...]) -> list[str]:
+    """The overrides with ++ before each that sets a key inside (or the whole of) a free-form dict."""
+    out = []
+    for item in overrides:
+        key = item.split("=", 1)[0]
+        inside = "=" in item and not key.startswith(("+", "~")) and any(
+            key == name or key.startswith(name + ".") for name in OPEN_DICTS)
+        out.append("++" + item if inside else item)
+    return out
+
+
 def compose_run_config(overrides: list[str] | tuple[str, ...] = (), *,
                        config_dir: Path = CONF_DIR) -> DictConfig:
     """Compose, type-check, range-check and resolve one run's config.
@@ -390,7 +424,7 @@ def compose_run_config(overrides: list[str] | tuple[str, ...] = (), *,
     register_schema()
     try:
         with initialize_config_dir(config_dir=str(config_dir), version_base="1.3"):
-            cfg = compose(config_name="config", overrides=list(overrides))
+            cfg = compose(config_name="config", overrides=open_overrides(overrides))
         OmegaConf.resolve(cfg)
         # `+key=value` can add keys Hydra lets through; the schema must still hold them all.
         OmegaConf.merge(OmegaConf.structured(RunConfig),

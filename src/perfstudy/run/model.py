@@ -68,13 +68,6 @@ class ResNet50(nn.Cell):
         return self.head(self.mean(x, (2, 3)))
 
 
-def create_model(name: str, num_classes: int) -> nn.Cell:
-    """Build the network named in the config (only resnet50 exists)."""
-    if name != "resnet50":
-        raise ValueError(f"Unknown model {name!r}; the study uses resnet50.")
-    return ResNet50(num_classes)
-
-
 def count_trainable_parameters(net: nn.Cell) -> int:
     """Number of trainable scalars (25,557,032 for ResNet50 at 1000 classes)."""
     return sum(int(math.prod(p.shape)) for p in net.trainable_params())

@@ -16,6 +16,7 @@ from mindspore.dataset import vision
 from perfstudy.common.provenance import cpu_count
 from perfstudy.data.dataset import DatasetError
 from perfstudy.data.prepare import CROP_RATIO, CROP_SCALE
+from perfstudy.run import factories
 from perfstudy.run.transforms import load_transform
 
 log = logging.getLogger(__name__)
@@ -55,13 +56,14 @@ _MINDSPORE_DEFAULT = ds.config.get_num_parallel_workers()
 
 
 def resolve_workers(requested: Optional[int], global_default: Optional[int],
-                    cpus: Optional[int] = None) -> Workers:
-    """Clamp the requested map workers to the CPUs (MindSpore raises above that)."""
+                    cpus: Optional[int] = None, quiet: bool = False) -> Workers:
+    """Clamp the requested map workers to the CPUs (MindSpore raises above that); quiet: no
+    warning (the run has said it once)."""
     cpus = cpus or cpu_count()
     asked = requested if requested is not None else (global_default or _MINDSPORE_DEFAULT)
     effective = min(asked, cpus)
     clamped = effective < asked
-    if clamped:
+    if clamped and not quiet:
         log.warning("num_parallel_workers=%d asked for, but this machine has %d CPUs and "
                     "MindSpore refuses more workers than CPUs: using %d.", asked, cpus, effective)
     return Workers(requested, effective, global_default, _MINDSPORE_DEFAULT, cpus, clamped)
@@ -193,25 +195,47 @@ def _prepared_source(root: str, pipe_cfg, workers: dict, num_batches: int) -> ds
 
 
 def create_train_dataset(root: str, pipe_cfg, num_batches: int, seed: int,
-                         workers: Workers, one_pass: bool = False) -> ds.Dataset:
-    """Source -> the article's map -> [extra map] -> batch -> [per-batch map], repeated to give
-    `num_batches` batches (one_pass: not repeated; the caller iterates epochs, as AutoTune
-    needs to act).
+                         one_pass: bool = False) -> ds.Dataset:
+    """The run's training pipeline: pipeline._target_'s dataset (the case study's by default,
+    perfstudy.run.factories has the contract), its operators re-sized by address
+    (pipeline.workers / pipeline.processes), repeated to give `num_batches` batches (one_pass:
+    not repeated; the caller iterates epochs, as AutoTune needs to act).
 
-    The baseline calls map() WITHOUT num_parallel_workers, exactly as the article's code;
-    MindSpore then uses its process-wide default, which this study sets (1, the article's).
+    Before the factory runs, the seed, the queue capacity (prefetch_size) and MindSpore's
+    process-wide default workers (what a map() without num_parallel_workers gets: 1, the
+    article's) are set, for any pipeline.
     """
+    cpus = cpu_count()
     ds.config.set_seed(seed)
     if pipe_cfg.prefetch_size is not None:
         ds.config.set_prefetch_size(pipe_cfg.prefetch_size)
     if pipe_cfg.global_default_workers is not None:
-        ds.config.set_num_parallel_workers(min(pipe_cfg.global_default_workers, workers.cpu_count))
-    data = create_source(root, pipe_cfg, workers.cpu_count, 1 if one_pass else num_batches)
-    per_epoch = data.get_dataset_size() // pipe_cfg.batch_size
-    if per_epoch < 1:
-        raise ValueError(f"The dataset at {root} has {data.get_dataset_size()} images, fewer than "
-                         f"one batch of {pipe_cfg.batch_size}; lower pipeline.batch_size.")
-    transforms = train_transforms(pipe_cfg.image_size)
+        ds.config.set_num_parallel_workers(min(pipe_cfg.global_default_workers, cpus))
+    data = factories.build_pipeline(pipe_cfg, root, seed, 1 if one_pass else num_batches)
+    data = factories.resize(data, dict(pipe_cfg.workers), dict(pipe_cfg.processes), cpus)
+    if one_pass:  # real epochs, iterated by the caller: AutoTune adjusts at each epoch's end
+        return data
+    return factories.repeat_to(data, num_batches, pipe_cfg._target_)
+
+
+def case_study(root: str, batch_size: int, image_size: int, seed: int, pipeline,
+               num_batches: int) -> ds.Dataset:
+    """The case study's pipeline, one pass: source -> the article's map -> [extra map] -> batch
+    -> [per-batch map]. A prepared source reads `num_batches` batches' worth of epochs (each in
+    the source's order), so it is not repeated after.
+
+    The baseline calls map() WITHOUT num_parallel_workers, exactly as the article's code;
+    MindSpore then uses its process-wide default, which this study sets (1, the article's).
+    """
+    pipe_cfg = pipeline
+    del seed  # set by the caller before any factory runs (ds.config), as for any pipeline
+    workers = resolve_workers(pipe_cfg.num_parallel_workers, pipe_cfg.global_default_workers,
+                              quiet=True)
+    data = create_source(root, pipe_cfg, workers.cpu_count, num_batches)
+    if data.get_dataset_size() // batch_size < 1:
+        raise DatasetError(f"The dataset at {root} has {data.get_dataset_size()} images, fewer "
+                           f"than one batch of {batch_size}; lower pipeline.batch_size.")
+    transforms = train_transforms(image_size)
     if workers.requested is None:
         data = data.map(operations=transforms, input_columns="image")
     else:
@@ -222,19 +246,14 @@ def create_train_dataset(root: str, pipe_cfg, num_batches: int, seed: int,
         data = data.map(operations=[extra], input_columns="image",
                         python_multiprocessing=pipe_cfg.extra_transform_multiprocessing,
                         **_workers_kwarg(pipe_cfg.extra_transform_workers, workers.cpu_count))
-    data = data.batch(pipe_cfg.batch_size, drop_remainder=pipe_cfg.drop_remainder)
+    data = data.batch(batch_size, drop_remainder=pipe_cfg.drop_remainder)
     if pipe_cfg.batch_transform:
         per_batch = load_transform(pipe_cfg.batch_transform, dict(pipe_cfg.batch_transform_args),
                                    key="pipeline.batch_transform")
         data = data.map(operations=[per_batch], input_columns="image",
                         python_multiprocessing=pipe_cfg.batch_transform_multiprocessing,
                         **_workers_kwarg(pipe_cfg.batch_transform_workers, workers.cpu_count))
-    if one_pass:  # real epochs, iterated by the caller: AutoTune adjusts at each epoch's end
-        return data
-    count = math.ceil(num_batches / per_epoch)
-    # MindSpore drops a repeat(1) from the running tree: leave it out, so the serialized
-    # pipeline (pipeline.json) lines up with the profiled operators
-    return data.repeat(count) if count > 1 else data
+    return data
 
 
 def _operation_name(op: dict | None) -> str:
@@ -249,19 +268,25 @@ def _is_python(node: dict) -> bool:
         for op in node.get("operations", []))
 
 
-def describe(dataset: ds.Dataset, pipe_cfg=None) -> list[dict]:
-    """The pipeline's operators, consumer first (the order MindData numbers them in).
+BUILTIN = f"{__name__}.case_study"  # the case study's factory: its config keys are aliases
 
-    Each: op_type (Map, Batch, ImageFolderDataset, ...), num_parallel_workers, the
-    transforms of a map, the queue capacity, whether it runs Python code, and (given the
-    pipeline config) the config key that sets its workers and whether it runs in processes.
-    The dataset profiler only says "MapOp"; this lets the diagnosis name the map a user
-    would recognise and the setting that sizes it.
+
+def describe(dataset: ds.Dataset, pipe_cfg=None) -> list[dict]:
+    """The pipeline's operators, consumer first (the order MindData numbers them in: op_id).
+
+    Each: op_id, op_type (Map, Batch, ImageFolderDataset, ...), its address (perfstudy.run.
+    factories: map_2 ...), num_parallel_workers, the transforms of a map, the queue capacity,
+    whether it runs Python code, and (given the pipeline config) the config key that sets its
+    workers, whether it is a per-batch map and whether it runs in processes. The case study's
+    own pipeline names its operators by its config keys (pipeline.num_parallel_workers ...),
+    any other by address (pipeline.workers.map_2). The dataset profiler only says "MapOp";
+    this lets the diagnosis name the map a user would recognise and the setting that sizes it.
     """
     nodes = []
 
     def walk(node: dict) -> None:
         nodes.append({
+            "op_id": len(nodes),
             "op_type": node.get("op_type", "?"),
             "num_parallel_workers": node.get("num_parallel_workers"),
             "operations": [_operation_name(op) for op in node.get("operations", [])],
@@ -272,9 +297,32 @@ def describe(dataset: ds.Dataset, pipe_cfg=None) -> list[dict]:
             walk(child)
 
     walk(ds.serialize(dataset))
-    if pipe_cfg is not None:
+    built = factories.walk(dataset)
+    if len(built) == len(nodes):  # the serialised tree mirrors the built one, node for node
+        for node, address in zip(nodes, factories.addresses([n["op_type"] for n in nodes]),
+                                 strict=True):
+            node["address"] = address
+    if pipe_cfg is None:
+        return nodes
+    if pipe_cfg._target_ == BUILTIN:
         _annotate(nodes, pipe_cfg)
+    elif len(built) == len(nodes):
+        _annotate_addresses(nodes, built)
     return nodes
+
+
+def _annotate_addresses(nodes: list[dict], built: list[ds.Dataset]) -> None:
+    """Any pipeline's sized operators (maps, sources) keyed by address: pipeline.workers.<address>."""
+    for node, op in zip(nodes, built, strict=True):
+        if not factories.sizable(op):
+            continue
+        per_batch = isinstance(op, ds.MapDataset) and any(
+            isinstance(below, ds.BatchDataset) for below in factories.walk(op)[1:])
+        node.update(config_key=f"pipeline.workers.{node['address']}", per_batch=per_batch,
+                    multiprocessing=bool(getattr(op, "python_multiprocessing", False)))
+        if isinstance(op, ds.MapDataset) and node["operations"] in ([], ["?"]):
+            # MindSpore serialises a map in worker processes without its (Python) operations
+            node.update(operations=[type(o).__name__ for o in op.operations], python=True)
 
 
 def _own_map(node: dict, spec: str, key: str, processes: bool, per_batch: bool) -> None:

@@ -30,7 +30,8 @@ from perfstudy.data import prepare, sources
 from perfstudy.measure import steptrace
 from perfstudy.measure.profiling import RunProfiler, extra_steps
 from perfstudy.run import autotune, opprobe, pipeline, verify
-from perfstudy.run.model import create_loss, create_model, create_optimizer
+from perfstudy.run.factories import build_model
+from perfstudy.run.model import create_loss, create_optimizer
 from perfstudy.run.settings import operator_settings
 
 REPEAT_SEED_STRIDE = 10
@@ -74,7 +75,7 @@ class TrainStep:
 
     def __init__(self, cfg, num_classes: int | None = None) -> None:
         self.num_classes = num_classes or cfg.model.num_classes
-        self.net = create_model(cfg.model.name, self.num_classes)
+        self.net = build_model(cfg.model, self.num_classes)
         self.net.set_train(True)
         total = (cfg.trainer.steps + extra_steps(cfg.profiler) + cfg.trainer.calibration_steps
                  + verify.total_steps(cfg))
@@ -239,8 +240,7 @@ def calibrate(step: TrainStep, batch, cfg, workers: pipeline.Workers, root: str)
     compute_wall = (time.perf_counter() - wall) / count
     compute_cpu = (time.process_time() - cpu) / count
     batches = cfg.trainer.calibration_batches
-    dataset = pipeline.create_train_dataset(root, cfg.pipeline, batches + 1,
-                                            run_seed(cfg) + 1, workers)
+    dataset = pipeline.create_train_dataset(root, cfg.pipeline, batches + 1, run_seed(cfg) + 1)
     iterator = dataset.create_tuple_iterator(num_epochs=1)
     try:
         next(iterator)  # the first batch pays for start-up; time the steady ones
@@ -345,9 +345,8 @@ def run(cfg, manifest_path: str | Path | None = None,
         profiler.begin()  # dataset profiling must be initialised before the pipeline is launched
     if cfg.pipeline.autotune:
         autotune.start(run_dir / "autotune", cfg.pipeline.autotune_interval)
-    dataset = pipeline.create_train_dataset(source, cfg.pipeline,
-                                            cfg.trainer.steps + surplus, run_seed(cfg), workers,
-                                            one_pass=cfg.pipeline.autotune)
+    dataset = pipeline.create_train_dataset(source, cfg.pipeline, cfg.trainer.steps + surplus,
+                                            run_seed(cfg), one_pass=cfg.pipeline.autotune)
     started = time.time()
     try:
         records, last_batch = train_loop(train_step, dataset, cfg.trainer.steps, cfg.pipeline.batch_size,
@@ -368,7 +367,7 @@ def run(cfg, manifest_path: str | Path | None = None,
             log.info("profiling %d more steps on a fresh pipeline (the measured steps ran without "
                      "any profiler)", extra - 1)
             profiled_data = pipeline.create_train_dataset(
-                source, cfg.pipeline, extra + surplus, run_seed(cfg) + 2, workers)
+                source, cfg.pipeline, extra + surplus, run_seed(cfg) + 2)
             more, last_batch = train_loop(train_step, profiled_data, extra, cfg.pipeline.batch_size,
                                           cfg.trainer.log_every, profiler, first_index=cfg.trainer.steps)
             records += more

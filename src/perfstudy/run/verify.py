@@ -41,6 +41,7 @@ from perfstudy.run.settings import MP
 log = logging.getLogger(__name__)
 
 # settings key -> the pipeline config field that switches its Python to worker processes
+ADDRESSED = "pipeline.workers."  # a settings key of an operator by address
 PROCESS_FIELDS = {"pipeline.extra_transform_workers": "extra_transform_multiprocessing",
                   "pipeline.batch_transform_workers": "batch_transform_multiprocessing"}
 # a step function: (images, labels) -> (loss, fwd_bwd_end_s, end_s), as train._timed_step
@@ -63,6 +64,12 @@ def apply_settings(pipe_cfg, settings: dict[str, Any]):
     out = copy.deepcopy(pipe_cfg)
     for key, value in settings.items():
         if key.endswith(MP):
+            continue
+        if key.startswith(ADDRESSED):  # any pipeline's operator, by address (run.factories)
+            address = key.removeprefix(ADDRESSED)
+            out.workers[address] = int(value)
+            if address.startswith("map_"):  # threads unless the settings say processes
+                out.processes[address] = bool(settings.get(key + MP, False))
             continue
         field = key.removeprefix("pipeline.")
         if field not in out:
@@ -97,11 +104,10 @@ def measure_window(step_fn: StepFn, source: str, cfg, settings: dict[str, Any], 
     """One window at `settings` on a fresh pipeline; its steps are numbered from first_index.
     It ends once steady and either known (target_rse, or max_steps) or past `allotted_s`."""
     pipe_cfg = apply_settings(cfg.pipeline, settings)
-    workers = pipeline.resolve_workers(pipe_cfg.num_parallel_workers, pipe_cfg.global_default_workers)
     most = window_steps(cfg.verify)
     surplus = pipe_cfg.prefetch_size or 2
     started = time.perf_counter()
-    dataset = pipeline.create_train_dataset(source, pipe_cfg, most + surplus, seed, workers)
+    dataset = pipeline.create_train_dataset(source, pipe_cfg, most + surplus, seed)
     iterator = dataset.create_tuple_iterator(num_epochs=1)
     records: list[steptrace.StepTimes] = []
     frame, rule, steady, known = pd.DataFrame(), "", False, False

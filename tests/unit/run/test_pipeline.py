@@ -28,11 +28,10 @@ def test_train_transforms_are_the_articles():
 
 @pytest.mark.parametrize("requested", [None, 2])
 def test_batches_have_the_network_input_shape(smoke_dataset, requested):
-    cfg = compose_run_config(["size=smoke"])
+    cfg = compose_run_config(["size=smoke", f"pipeline.num_parallel_workers={requested}"
+                              if requested else "pipeline.num_parallel_workers=null"])
     root = load_manifest(smoke_dataset)["root"]
-    workers = pipeline.resolve_workers(requested, 1)
-    dataset = pipeline.create_train_dataset(root, cfg.pipeline, num_batches=6, seed=1,
-                                            workers=workers)
+    dataset = pipeline.create_train_dataset(root, cfg.pipeline, num_batches=6, seed=1)
     batches = list(dataset.create_tuple_iterator(num_epochs=1, output_numpy=True))
     assert len(batches) >= 6
     images, labels = batches[0]
@@ -50,9 +49,7 @@ def test_only_jpegs_become_samples(tmp_path, smoke_dataset):
         if folder.is_dir():
             (folder / "README.txt").write_text("not an image")
     cfg = compose_run_config(["size=smoke"])
-    workers = pipeline.resolve_workers(None, 1)
-    dataset = pipeline.create_train_dataset(str(root), cfg.pipeline, num_batches=4, seed=1,
-                                            workers=workers)
+    dataset = pipeline.create_train_dataset(str(root), cfg.pipeline, num_batches=4, seed=1)
     rows = sum(images.shape[0] for images, _ in dataset.create_tuple_iterator(num_epochs=1,
                                                                                 output_numpy=True))
     assert rows == 16  # the 16 JPEGs, one epoch of 4 batches; no README decoded
@@ -69,8 +66,7 @@ def test_every_sized_operator_is_described_with_its_config_key(smoke_dataset):
                               "pipeline.batch_transform=perfstudy.run.transforms:BatchBlur",
                               "pipeline.prefetch_size=2"])
     manifest = load_manifest(smoke_dataset)
-    workers = pipeline.resolve_workers(None, 1, cpus=2)
-    data = pipeline.create_train_dataset(manifest["root"], cfg.pipeline, 2, 0, workers)
+    data = pipeline.create_train_dataset(manifest["root"], cfg.pipeline, 2, 0)
     nodes = pipeline.describe(data, cfg.pipeline)
     keyed = {n["config_key"]: n for n in nodes if n.get("config_key")}
     assert set(keyed) == {"pipeline.batch_transform_workers", "pipeline.extra_transform_workers",
