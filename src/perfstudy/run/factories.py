@@ -20,6 +20,7 @@ lists each with MindData's op id (the profile's `Map #1`) and its operations.
 
 from __future__ import annotations
 
+import importlib
 import inspect
 import logging
 import math
@@ -46,13 +47,33 @@ def _reason(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[-1].strip() if text else ''}".rstrip(": ")
 
 
+def _locate(path: str) -> Any:
+    """The object at a dotted path: the longest importable module prefix, then attributes
+    (an error raised inside the user's module is raised as it is)."""
+    parts = path.split(".")
+    for cut in range(len(parts), 0, -1):
+        module = ".".join(parts[:cut])
+        try:
+            found = importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            if exc.name is not None and (module == exc.name or module.startswith(exc.name + ".")):
+                if cut == 1:
+                    raise
+                continue  # this prefix is no module: try a shorter one
+            raise
+        for name in parts[cut:]:
+            found = getattr(found, name)  # AttributeError: the module has no such name
+        return found
+    raise ImportError(path)
+
+
 def load_target(key: str, target: str) -> Any:
     """The callable a `_target_` names, or one sentence on why it does not import."""
     if not target or "." not in target:
         raise ConfigError(f"{key}._target_ is {target!r}; give the dotted path of a function or "
                           "class, e.g. mindcv.models.create_model.")
     try:
-        found = hydra.utils.get_object(target)
+        found = _locate(target)
     except Exception as exc:  # noqa: BLE001 - any import failure of the user's code is reported
         raise ConfigError(f"{key}._target_ {target} does not import ({_reason(exc)}); check the "
                           "dotted path, and that its package is installed in .venv.") from None
@@ -201,7 +222,7 @@ def address_book(dataset: ds.Dataset) -> dict[str, ds.Dataset]:
 
 
 def _listing(book: dict[str, ds.Dataset]) -> str:
-    return ", ".join(a for a, n in book.items() if sizable(n)) or "none"
+    return ", ".join(a for a, n in reversed(book.items()) if sizable(n)) or "none"
 
 
 def resize(dataset: ds.Dataset, workers: dict[str, int], processes: dict[str, bool],

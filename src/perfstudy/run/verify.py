@@ -33,6 +33,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from omegaconf import open_dict
 
 from perfstudy.measure import steptrace
 from perfstudy.run import pipeline
@@ -67,9 +68,10 @@ def apply_settings(pipe_cfg, settings: dict[str, Any]):
             continue
         if key.startswith(ADDRESSED):  # any pipeline's operator, by address (run.factories)
             address = key.removeprefix(ADDRESSED)
-            out.workers[address] = int(value)
-            if address.startswith("map_"):  # threads unless the settings say processes
-                out.processes[address] = bool(settings.get(key + MP, False))
+            with open_dict(out):  # free-form dicts: any address may be added
+                out.workers[address] = int(value)
+                if address.startswith("map_"):  # threads unless the settings say processes
+                    out.processes[address] = bool(settings.get(key + MP, False))
             continue
         field = key.removeprefix("pipeline.")
         if field not in out:

@@ -1,0 +1,157 @@
+"""Factories by Hydra's _target_ convention, and operators addressed on any built pipeline:
+docs/examples/own_pipeline.py (the "Bring your own training" page's example) as the user's code."""
+
+from pathlib import Path
+
+import pytest
+
+from perfstudy.common.config import ConfigError, compose_run_config
+from perfstudy.common.provenance import cpu_count
+from perfstudy.data.dataset import load_manifest
+from perfstudy.run import factories, pipeline
+from perfstudy.run.settings import operator_settings
+from perfstudy.run.verify import apply_settings
+
+EXAMPLES = Path(__file__).resolve().parents[3] / "docs" / "examples"
+
+
+@pytest.fixture
+def own(monkeypatch):
+    """The docs' own pipeline importable, as a user's module on PYTHONPATH."""
+    monkeypatch.syspath_prepend(str(EXAMPLES))
+    return "own_pipeline.make_dataset"
+
+
+def _cfg(*overrides):
+    return compose_run_config(["size=smoke", *overrides])
+
+
+def test_a_users_pipeline_is_built_described_by_address_and_resized_on_its_built_tree(
+        own, smoke_dataset):
+    cfg = _cfg(f"pipeline._target_={own}", "pipeline.args.jitter=0.3",  # no + needed
+               "pipeline.workers.map_2=2", "pipeline.processes.map_2=true",
+               "pipeline.workers.imagefolder_1=1")
+    root = load_manifest(smoke_dataset)["root"]
+    data = pipeline.create_train_dataset(root, cfg.pipeline, num_batches=9, seed=1)
+    nodes = pipeline.describe(data, cfg.pipeline)
+    by_address = {n["address"]: n for n in nodes}
+    # the study's repeat on top does not move the user's addresses (counted from the source)
+    assert [n["address"] for n in nodes] == ["repeat_1", "batch_1", "map_3", "map_2", "map_1",
+                                            "imagefolder_1"]
+    assert [n["op_id"] for n in nodes] == list(range(6))
+    jitter = by_address["map_2"]
+    assert jitter["operations"] == ["Jitter"] and jitter["python"] is True
+    assert (jitter["num_parallel_workers"], jitter["multiprocessing"]) == (2, True)
+    assert jitter["config_key"] == "pipeline.workers.map_2" and jitter["per_batch"] is False
+    assert by_address["imagefolder_1"]["num_parallel_workers"] == 1
+    assert by_address["map_1"]["operations"] == ["Decode", "Resize"]
+    assert by_address["map_1"]["python"] is False
+    assert "config_key" not in by_address["batch_1"]
+    settings = operator_settings(nodes)
+    assert settings["pipeline.workers.map_2"] == 2
+    assert settings["pipeline.workers.map_2:multiprocessing"] is True
+    images, labels = next(data.create_tuple_iterator(num_epochs=1, output_numpy=True))
+    assert images.shape == (4, 3, 32, 32) and labels.shape == (4,)
+    # a verification window's candidate setting: threads, 1 worker, by the same address
+    window = apply_settings(cfg.pipeline, {"pipeline.workers.map_2": 1})
+    assert window.workers["map_2"] == 1 and window.processes["map_2"] is False
+    assert cfg.pipeline.workers["map_2"] == 2  # the run's own config is left as it was
+
+
+def test_the_case_study_pipeline_is_one_factory_its_keys_aliases_of_addresses(smoke_dataset):
+    cfg = _cfg("experiment=python_loop", "pipeline.extra_transform_workers=2")
+    root = load_manifest(smoke_dataset)["root"]
+    data = pipeline.create_train_dataset(root, cfg.pipeline, num_batches=9, seed=1)
+    keyed = {n["config_key"]: n["address"] for n in pipeline.describe(data, cfg.pipeline)
+             if n.get("config_key")}
+    assert keyed == {"pipeline.extra_transform_workers": "map_2",
+                     "pipeline.num_parallel_workers": "map_1",
+                     "pipeline.reader_workers": "imagefolder_1"}
+    # its operators take addresses too, on the built tree
+    cfg = _cfg("pipeline.workers.map_1=2")
+    data = pipeline.create_train_dataset(root, cfg.pipeline, num_batches=2, seed=1)
+    assert {n["address"]: n["num_parallel_workers"] for n in pipeline.describe(data)}["map_1"] == 2
+
+
+def _error(cfg, root=".") -> str:
+    with pytest.raises(ConfigError) as caught:
+        pipeline.create_train_dataset(root, cfg.pipeline, num_batches=2, seed=1)
+    message = str(caught.value)
+    assert "\n" not in message and message.endswith(".")
+    return message
+
+
+def test_bad_pipelines_are_one_sentence_each(own, smoke_dataset, tmp_path, monkeypatch):
+    root = load_manifest(smoke_dataset)["root"]
+    assert "does not import (ModuleNotFoundError" in _error(_cfg("pipeline._target_=nowhere.make"))
+    (tmp_path / "user_bad.py").write_text(
+        "import mindspore.dataset as ds\nimport numpy as np\n"
+        "def a_list(root, batch_size, image_size, seed):\n    return [1, 2]\n"
+        "def three(root, batch_size, image_size, seed):\n"
+        "    return ds.NumpySlicesDataset({'a': np.zeros((8, 1)), 'b': np.zeros(8), 'c': np.zeros(8)})\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert "returned a list, not a mindspore.dataset.Dataset" in _error(
+        _cfg("pipeline._target_=user_bad.a_list"))
+    assert "rows of 3 columns (a, b, c)" in _error(_cfg("pipeline._target_=user_bad.three"))
+    wrong_arg = _error(_cfg(f"pipeline._target_={own}", "pipeline.args.jiter=0.3"), root)
+    assert "takes no argument 'jiter'" in wrong_arg and "jitter" in wrong_arg
+    assert "fix pipeline.args.jiter" in wrong_arg
+    missing = _error(_cfg(f"pipeline._target_={own}", "pipeline.workers.map_9=1"), root)
+    assert "pipeline.workers.map_9 names no sized operator" in missing
+    assert "imagefolder_1, map_1, map_2, map_3" in missing
+    too_many = _error(_cfg(f"pipeline._target_={own}", "pipeline.workers.map_2=64"), root)
+    assert "outside 1.." in too_many
+    not_a_map = _error(_cfg(f"pipeline._target_={own}", "pipeline.processes.imagefolder_1=true"),
+                       root)
+    assert "imagefolder_1 is not a map" in not_a_map
+    clash = _error(_cfg(f"pipeline._target_={own}", "pipeline.args.batch_size=8"), root)
+    assert "the study passes itself" in clash
+
+
+def test_bad_models_are_one_sentence_each():
+    with pytest.raises(ConfigError, match="does not import"):
+        factories.build_model(_cfg("model._target_=mindcv.models.no_such_factory").model, 2)
+    with pytest.raises(ConfigError, match="returned a dict, not a mindspore.nn.Cell"):
+        factories.build_model(_cfg("model._target_=builtins.dict").model, 2)
+    with pytest.raises(ConfigError, match="model.args.num_classes is 10 but the data has 2"):
+        factories.build_model(_cfg("model.args.num_classes=10").model, 2)
+    with pytest.raises(ConfigError, match="Unknown model nonet"):
+        factories.build_model(_cfg("experiment=mindcv_mobilenet", "model.args.model_name=nonet").model, 2)
+
+
+def test_a_factory_that_refuses_the_class_count_is_one_sentence():
+    with pytest.raises(ConfigError, match="model._target_ builtins.list failed when called"):
+        factories.build_model(_cfg("model._target_=builtins.list").model, 2)
+
+
+def test_mindcv_recipe_unmodified_gives_the_mixed_map_with_randaugment(smoke_dataset):
+    cfg = _cfg("experiment=mindcv_resnet50")
+    root = load_manifest(smoke_dataset)["root"]
+    data = pipeline.create_train_dataset(root, cfg.pipeline, num_batches=2, seed=1)
+    nodes = {n["address"]: n for n in pipeline.describe(data, cfg.pipeline)}
+    image_map = nodes["map_2"]
+    assert "RandAugment" in image_map["operations"]
+    assert image_map["operations"][0] == "RandomCropDecodeResize" and image_map["python"] is True
+    assert image_map["num_parallel_workers"] == min(8, cpu_count())  # the recipe's, clamped
+    assert nodes["map_1"]["operations"] == ["TypeCast"]  # mindcv's label cast
+    images, labels = next(data.create_tuple_iterator(num_epochs=1, output_numpy=True))
+    assert images.shape == (4, 3, 32, 32) and images.dtype.name == "float32"
+    assert labels.dtype.name == "int32"
+
+
+def test_a_mindcv_training_is_diagnosed_and_its_candidates_measured_by_address(tmp_path):
+    """mindcv's recipe and model through the whole run: trained, profiled, diagnosed, and the
+    model's candidate settings measured in verification windows, all by address."""
+    from perfstudy.decide import analysis
+    from perfstudy.run import train
+
+    cfg = compose_run_config(["experiment=mindcv_mobilenet", "size=smoke", f"paths.results={tmp_path}",
+                              "verify.candidates=2", "pipeline.workers.map_2=1"])
+    summary = train.run(cfg, propose=analysis.propose)
+    assert summary["operator_settings"]["pipeline.workers.map_2"] == 1
+    windows = summary["verification"]["windows"]
+    assert windows[0]["role"] == "current" and len(windows) >= 2
+    for window in windows:
+        assert window["settings"] and all(k.startswith("pipeline.workers.") for k in window["settings"])
+        assert window.get("step_ms", 0) > 0 or window.get("skipped")
+    assert any(w["settings"] != windows[0]["settings"] for w in windows[1:])
