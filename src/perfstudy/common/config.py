@@ -404,13 +404,15 @@ OPEN_DICTS = ("model.args", "pipeline.args", "pipeline.workers", "pipeline.proce
 
 
 def open_overrides(overrides: list[str] | tuple[str, ...]) -> list[str]:
-    """The overrides with ++ before each that sets a key inside (or the whole of) a free-form dict."""
+    """The overrides with ++ before each that sets a key inside (or the whole of) a free-form dict
+    (also for a `+key` whose key a config file already set: Hydra would refuse to append it)."""
     out = []
     for item in overrides:
         key = item.split("=", 1)[0]
-        inside = "=" in item and not key.startswith(("+", "~")) and any(
-            key == name or key.startswith(name + ".") for name in OPEN_DICTS)
-        out.append("++" + item if inside else item)
+        bare = key.lstrip("+")
+        inside = "=" in item and not key.startswith(("~", "++")) and any(
+            bare == name or bare.startswith(name + ".") for name in OPEN_DICTS)
+        out.append("++" + item.lstrip("+") if inside else item)
     return out
 
 

@@ -132,6 +132,27 @@ def test_extra_transform_args_reach_the_transform():
         load_transform("perfstudy.run.transforms:Nope")
 
 
+@pytest.mark.parametrize("override", [
+    "pipeline.extra_transform_args={iterations: 1200000}",  # as a user writes it: no +
+    "pipeline.extra_transform_args.iterations=1200000",
+    "+pipeline.extra_transform_args.iterations=1200000",
+    "++pipeline.extra_transform_args.iterations=1200000"])
+def test_a_users_callable_takes_its_arguments_with_or_without_plus(override):
+    cfg = compose_run_config(["size=smoke", "experiment=python_loop", override])
+    assert cfg.pipeline.extra_transform_args["iterations"] == 1200000
+    with pytest.raises(ConfigError, match="Unknown config key 'pipeline.extra_transform_argz"):
+        compose_run_config(["size=smoke", "pipeline.extra_transform_argz.iterations=1"])
+
+
+def test_operator_addresses_and_factory_arguments_are_free_form_keys():
+    cfg = compose_run_config(["size=smoke", "pipeline.workers.map_2=2", "pipeline.processes.map_2=true",
+                              "model.args.width=2", "pipeline.args={jitter: 0.5}"])
+    assert (cfg.pipeline.workers["map_2"], cfg.pipeline.processes["map_2"]) == (2, True)
+    assert cfg.model.args["width"] == 2 and cfg.pipeline.args["jitter"] == 0.5
+    with pytest.raises(ConfigError, match="Bad value for config key 'pipeline.workers.map_2'"):
+        compose_run_config(["size=smoke", "pipeline.workers.map_2=many"])
+
+
 def test_an_unknown_group_option_lists_only_the_options():
     with pytest.raises(ConfigError) as info:
         compose_run_config(["experiment=turbo"])
