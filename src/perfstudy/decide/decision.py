@@ -27,7 +27,7 @@ from typing import Any
 from perfstudy.data.prepare import Settings, bounded_megapixels
 from perfstudy.decide.advisor import COMPUTES, canonical, describe_settings, predict
 from perfstudy.decide.verification import reference, verdict
-from perfstudy.run.settings import MP
+from perfstudy.run.settings import BUILTIN_PIPELINE, MP
 
 NOT_STEADY = 0.92  # steady step / floor below this: the window was not steady
 DECODE_OPS = ("Decode", "RandomCropDecodeResize", "DecodeVideo")
@@ -159,8 +159,19 @@ def _decode_remedy(advice: dict[str, Any], summary: dict[str, Any], best: dict[s
                  f"resolution ({prepared['megapixels_prepared']:.3f} MP: {prepared['rule']}) is "
                  f"predicted to give {prepared['now']:.0f} ms per step at the current setting and "
                  f"{smaller['step_ms']:.0f} ms at the best, against {best['step_ms']:.0f} ms at the "
-                 "best setting now (data.prepared=true converts it once to MindRecord)")
+                 f"best setting now ({_prepare_how(summary)})")
     return text
+
+
+def _prepare_how(summary: dict[str, Any]) -> str:
+    """How to get the prepared source: data.prepared for the case study's pipeline (it reads
+    the MindRecord); a user's own pipeline reads folders, so it is given a folder copy."""
+    factory = (summary.get("factories") or {}).get("pipeline", BUILTIN_PIPELINE)
+    if factory == BUILTIN_PIPELINE:
+        return "data.prepared=true converts it once to MindRecord"
+    return (f"{factory} reads the source as it is: give it a copy re-encoded at that "
+            "resolution (data.prepared=true writes one as MindRecord for the case study's "
+            "pipeline only)")
 
 
 def remedies(kind: str | None, advice: dict[str, Any], stage: dict[str, Any] | None,

@@ -27,7 +27,7 @@ import mindspore.dataset as ds
 import numpy as np
 import psutil
 
-from perfstudy.run.pipeline import SlowReader
+from perfstudy.run.pipeline import BUILTIN, SlowReader
 from perfstudy.run.transforms import load_transform
 
 log = logging.getLogger(__name__)
@@ -72,8 +72,50 @@ def _time_pipeline(dataset: ds.Dataset, warm: int, count: int) -> tuple[float, f
         iterator.stop()
 
 
+class _Rows(_Items):
+    """Random-access source of captured rows (all their columns), again and again."""
+
+    def __getitem__(self, index: int) -> tuple[np.ndarray, ...]:
+        return tuple(self.items[index % len(self.items)])
+
+
+CAPTURED_ROWS = 4  # inputs captured per map (its real inputs, cycled)
+
+
+def _python_maps(pipe_cfg, root: str) -> list[dict[str, Any]]:
+    """Any pipeline's maps that run Python (a Python op among C++ ones included), each probed as
+    the whole map: its operations on its real inputs, captured from the operator below it."""
+    from perfstudy.run import factories, pipeline
+
+    data = pipeline.create_train_dataset(root, pipe_cfg, 1, 0, one_pass=True)
+    nodes = pipeline.describe(data, pipe_cfg)
+    found = []
+    for node, built in zip(nodes, factories.walk(data), strict=True):
+        if not (node.get("config_key") and node.get("python") and isinstance(built, ds.MapDataset)):
+            continue
+        child = built.children[0]
+        iterator = child.create_tuple_iterator(num_epochs=1, output_numpy=True)
+        try:
+            rows = [next(iterator) for _ in range(CAPTURED_ROWS)]
+        except StopIteration:
+            continue
+        finally:
+            iterator.stop()
+        found.append({"config_key": node["config_key"],
+                      "operation": f"{node['address']} [{', '.join(node['operations'])}]",
+                      "per_batch": bool(node.get("per_batch")),
+                      "rows_per_batch": 1 if node.get("per_batch") else pipe_cfg.batch_size,
+                      "items": rows, "columns": child.get_col_names(),
+                      "input_columns": built.input_columns, "make_all": lambda b=built: b.operations,
+                      "workers_now": node.get("num_parallel_workers"),
+                      "multiprocessing_now": bool(node.get("multiprocessing"))})
+    return found
+
+
 def _operators(pipe_cfg, root: str) -> list[dict[str, Any]]:
     """The Python operators of this pipeline, each with a builder of it alone at w workers."""
+    if pipe_cfg._target_ != BUILTIN:
+        return _python_maps(pipe_cfg, root)
     size, batch = pipe_cfg.image_size, pipe_cfg.batch_size
     rng = np.random.default_rng(0)
     found = []
@@ -109,6 +151,10 @@ def _alone(op: dict[str, Any], pipe_cfg, workers: int, processes: bool, length: 
         source = ds.GeneratorDataset(reader, ["image", "label"], shuffle=False,
                                      num_parallel_workers=workers, python_multiprocessing=processes)
         return source.repeat(math.ceil(length / max(len(reader), 1)))  # a small folder read again
+    if "make_all" in op:  # a whole map of any pipeline, on its captured inputs
+        source = ds.GeneratorDataset(_Rows(op["items"], length), op["columns"], shuffle=False)
+        return source.map(operations=list(op["make_all"]()), input_columns=op["input_columns"],
+                          num_parallel_workers=workers, python_multiprocessing=processes)
     source = ds.GeneratorDataset(_Items(op["items"], length), ["image"], shuffle=False)
     return source.map(operations=[op["make"]()], input_columns="image",
                       num_parallel_workers=workers, python_multiprocessing=processes)

@@ -17,6 +17,7 @@ from perfstudy.common.provenance import cpu_count
 from perfstudy.data.dataset import DatasetError
 from perfstudy.data.prepare import CROP_RATIO, CROP_SCALE
 from perfstudy.run import factories
+from perfstudy.run.settings import BUILTIN_PIPELINE
 from perfstudy.run.transforms import load_transform
 
 log = logging.getLogger(__name__)
@@ -268,7 +269,7 @@ def _is_python(node: dict) -> bool:
         for op in node.get("operations", []))
 
 
-BUILTIN = f"{__name__}.case_study"  # the case study's factory: its config keys are aliases
+BUILTIN = BUILTIN_PIPELINE  # this module's case_study: its config keys are aliases
 
 
 def describe(dataset: ds.Dataset, pipe_cfg=None) -> list[dict]:

@@ -8,6 +8,8 @@ from typing import Any
 
 MP = ":multiprocessing"  # suffix of a settings key: the map runs in processes
 PRIMARY_KEY = "pipeline.num_parallel_workers"  # the article's map
+# the case study's own pipeline factory: its config keys are aliases of operator addresses
+BUILTIN_PIPELINE = "perfstudy.run.pipeline.case_study"
 
 
 def operator_settings(nodes: list[dict]) -> dict[str, Any]:

@@ -23,6 +23,7 @@ from mindspore import nn, ops
 from mindspore.dataset import config as ds_config
 
 from perfstudy.common import config as config_mod
+from perfstudy.common.config import ConfigError
 from perfstudy.common.io import check_writable, write_csv, write_json
 from perfstudy.common.provenance import environment, full_environment, git_state, mindspore_build
 from perfstudy.data import dataset as data_mod
@@ -30,7 +31,7 @@ from perfstudy.data import prepare, sources
 from perfstudy.measure import steptrace
 from perfstudy.measure.profiling import RunProfiler, extra_steps
 from perfstudy.run import autotune, opprobe, pipeline, verify
-from perfstudy.run.factories import build_model
+from perfstudy.run.factories import build_model, load_target
 from perfstudy.run.model import create_loss, create_optimizer
 from perfstudy.run.settings import operator_settings
 
@@ -136,10 +137,21 @@ def precompile(step: TrainStep, cfg) -> float:
                                                *step.optimizer.get_parameters())]
     size, batch = cfg.pipeline.image_size, cfg.pipeline.batch_size
     images = ms.Tensor(np.zeros((batch, 3, size, size), np.float32))
-    labels = ms.Tensor(np.zeros((batch,), np.int32))
+    # the top class: a network with fewer outputs than the data's classes fails here, not later
+    labels = ms.Tensor(np.full((batch,), step.num_classes - 1, np.int32))
     started = time.perf_counter()
-    _timed_step(step, images, labels)
+    try:
+        loss = _timed_step(step, images, labels)[0]
+    except RuntimeError as exc:
+        if "label" not in str(exc).lower():
+            raise
+        loss = math.inf
     seconds = time.perf_counter() - started
+    if not np.isfinite(loss):
+        raise ConfigError(f"model._target_ {cfg.model._target_} gives fewer outputs than the "
+                          f"data's {step.num_classes} classes (its loss on class "
+                          f"{step.num_classes - 1} is not finite); build the network with the "
+                          "num_classes the study passes it.")
     for param, value in state:
         param.set_data(ms.Tensor(value, dtype=param.dtype))
     return seconds
@@ -300,6 +312,12 @@ def run(cfg, manifest_path: str | Path | None = None,
     (perfstudy.run.verify) and summary.json gets `verification`. None: no verification."""
     run_started = time.time()
     _setup_mindspore(cfg)  # first: a missing device fails before minutes of data work
+    for key in ("model", "pipeline"):  # a factory that does not import, before any data work
+        load_target(key, cfg[key]._target_)
+    if cfg.data.prepared and cfg.pipeline._target_ != pipeline.BUILTIN:
+        raise ConfigError(f"data.prepared=true gives a MindRecord, which only the case study's "
+                          f"pipeline reads, not {cfg.pipeline._target_}; drop data.prepared, or "
+                          "point data.path at a folder copy of the images at a smaller size.")
     check_writable(cfg.paths.run_dir, "paths.results")
     run_dir = Path(cfg.paths.run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -404,6 +422,8 @@ def run(cfg, manifest_path: str | Path | None = None,
         "queue_capacity_batches": queue_capacity_batches(nodes, cfg.pipeline.batch_size),
         "warmup_steps": cfg.trainer.warmup_steps,
         "model_num_classes": train_step.num_classes,
+        "factories": {"model": cfg.model._target_, "model_name": cfg.model.name,
+                      "pipeline": cfg.pipeline._target_},
         "batch_size": cfg.pipeline.batch_size,
         "image_size": cfg.pipeline.image_size,
         "train_wall_s": train_wall_s,

@@ -67,6 +67,7 @@ def test_the_case_study_pipeline_is_one_factory_its_keys_aliases_of_addresses(sm
     assert keyed == {"pipeline.extra_transform_workers": "map_2",
                      "pipeline.num_parallel_workers": "map_1",
                      "pipeline.reader_workers": "imagefolder_1"}
+    assert f"{pipeline.case_study.__module__}.case_study" == pipeline.BUILTIN == cfg.pipeline._target_
     # its operators take addresses too, on the built tree
     cfg = _cfg("pipeline.workers.map_1=2")
     data = pipeline.create_train_dataset(root, cfg.pipeline, num_batches=2, seed=1)
@@ -149,9 +150,57 @@ def test_a_mindcv_training_is_diagnosed_and_its_candidates_measured_by_address(t
                               "verify.candidates=2", "pipeline.workers.map_2=1"])
     summary = train.run(cfg, propose=analysis.propose)
     assert summary["operator_settings"]["pipeline.workers.map_2"] == 1
+    probed = summary["calibration"]["operators"]  # the mixed map (RandAugment among C++ ops)
+    assert [p["config_key"] for p in probed] == ["pipeline.workers.map_2"]
+    assert "RandAugment" in probed[0]["operation"]
     windows = summary["verification"]["windows"]
     assert windows[0]["role"] == "current" and len(windows) >= 2
     for window in windows:
         assert window["settings"] and all(k.startswith("pipeline.workers.") for k in window["settings"])
         assert window.get("step_ms", 0) > 0 or window.get("skipped")
     assert any(w["settings"] != windows[0]["settings"] for w in windows[1:])
+
+
+def test_any_pipelines_python_maps_are_probed_alone_on_their_real_inputs(own, smoke_dataset):
+    """The operator probe on a user's pipeline: each map that runs Python (a Python op among
+    C++ ones included) measured as the whole map, at 1..CPUs in threads and processes."""
+    from perfstudy.run import opprobe
+
+    cfg = _cfg(f"pipeline._target_={own}")
+    probes = opprobe.probe(cfg.pipeline, load_manifest(smoke_dataset)["root"], 2)
+    assert [p["config_key"] for p in probes] == ["pipeline.workers.map_2"]  # Jitter's map only
+    assert probes[0]["operation"] == "map_2 [Jitter]" and probes[0]["per_batch"] is False
+    measured = {(p["workers"], p["multiprocessing"]) for p in probes[0]["points"]
+                if p.get("wall_ms_per_batch", 0) > 0}
+    assert measured == {(1, False), (2, False), (1, True), (2, True)}
+
+
+def test_a_network_with_fewer_outputs_than_classes_stops_before_training(tmp_path, smoke_dataset,
+                                                                         monkeypatch):
+    """The precompile step trains on the top class: a head too small is one sentence there,
+    before the pipeline starts."""
+    from perfstudy.run import train
+
+    (tmp_path / "user_net.py").write_text(
+        "from mindspore import nn, ops\n"
+        "class Tiny(nn.Cell):\n"
+        "    def __init__(self, num_classes, outputs=1):\n"
+        "        super().__init__()\n"
+        "        self.mean = ops.ReduceMean()\n"
+        "        self.head = nn.Dense(3, outputs)\n"
+        "    def construct(self, x):\n"
+        "        return self.head(self.mean(x, (2, 3)))\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    cfg = compose_run_config(["size=smoke", f"paths.results={tmp_path}", "verify.candidates=0",
+                              "model._target_=user_net.Tiny", "model.args.outputs=1"])
+    with pytest.raises(ConfigError, match="gives fewer outputs than the data's 2 classes"):
+        train.run(cfg, manifest_path=smoke_dataset)
+    assert not (tmp_path / "runs" / "adhoc" / "adhoc" / "steps.csv").exists()
+    cfg = compose_run_config(["size=smoke", f"paths.results={tmp_path}",
+                              "model._target_=user_net.Nope"])
+    with pytest.raises(ConfigError, match="does not import"):
+        train.run(cfg, manifest_path=smoke_dataset)
+    cfg = compose_run_config(["size=smoke", f"paths.results={tmp_path}", "data.prepared=true",
+                              "experiment=mindcv_mobilenet"])
+    with pytest.raises(ConfigError, match="only the case study's pipeline reads"):
+        train.run(cfg, manifest_path=smoke_dataset)
