@@ -39,7 +39,7 @@ from typing import Any
 
 import pandas as pd
 
-from perfstudy.run.settings import MP, PRIMARY_KEY
+from perfstudy.run.settings import BUILTIN_PIPELINE, MP, PRIMARY_KEY
 
 WITHIN_BEST = 0.05
 COMPUTES = 0.5  # a worker busier than half a core computes; below, it mostly waits
@@ -143,10 +143,23 @@ def _calibration_stages(summary: dict[str, Any]) -> list[dict[str, Any]]:
     rest_cpu = max(cal["pipeline_cpu_ms"] - probed_cpu, 0.0)
     busy = min(1.0, max(rest_cpu, 1e-3) / max(cal["pipeline_wall_ms"] * min(workers, cores), 1e-9))
     label = "the rest of the pipeline" if probed else "the pipeline"
-    rest = {"key": PRIMARY_KEY, "label": label, "op_id": None, "operations": [],
+    key = _rest_key(summary, {s["key"] for s in probed})
+    if key != PRIMARY_KEY:
+        workers = int((summary.get("operator_settings") or {}).get(key) or 1)
+    rest = {"key": key, "label": label, "op_id": None, "operations": [],
             "workers_now": workers, "multiprocessing_now": False, "cpu_ms_per_batch": rest_cpu,
             "busy_per_worker": busy, "kind": "computes" if busy >= COMPUTES or probed else "waits"}
     return [*probed, rest]
+
+
+def _rest_key(summary: dict[str, Any], probed: set[str]) -> str:
+    """The key that sizes "the rest of the pipeline" without a profile: the article's map on
+    the case study's pipeline; on any other, its first sized operator not probed alone (by
+    address, as pipeline.json lists them)."""
+    if (summary.get("factories") or {}).get("pipeline", BUILTIN_PIPELINE) == BUILTIN_PIPELINE:
+        return PRIMARY_KEY
+    keys = [k for k in summary.get("operator_settings") or {} if not k.endswith(MP) and k not in probed]
+    return keys[0] if keys else PRIMARY_KEY
 
 
 def stage_ms(stage: dict[str, Any], workers: int, processes: bool, cores: int) -> tuple[float, float]:

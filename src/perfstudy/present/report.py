@@ -20,6 +20,7 @@ from perfstudy.decide.decision import describe_changes  # noqa: E402
 from perfstudy.decide.diagnosis import input_bound_band, verdict_label  # noqa: E402
 from perfstudy.present import peers, repeats, scaling, verified  # noqa: E402
 from perfstudy.present.figstyle import legend_below  # noqa: E402
+from perfstudy.run.settings import ADDRESSED, BUILTIN_PIPELINE, MP  # noqa: E402
 
 # The case study's table (CASE_STUDY.md): ResNet50, batch 32, accelerator, MindInsight.
 PUBLISHED = {
@@ -49,6 +50,13 @@ def load_arm(run_dir: str | Path, name: str) -> Arm:
 
 
 def _workers_text(summary: dict[str, Any]) -> str:
+    factory = (summary.get("factories") or {}).get("pipeline", BUILTIN_PIPELINE)
+    if factory != BUILTIN_PIPELINE:  # a user's pipeline: its operators by address
+        settings = summary.get("operator_settings") or {}
+        sized = [f"{key.removeprefix(ADDRESSED)} {value} worker{'s' if value != 1 else ''}"
+                 + (" in processes" if settings.get(key + MP) else "")
+                 for key, value in settings.items() if not key.endswith(MP)]
+        return f"{factory.rpartition('.')[2]}: {', '.join(sized) or 'as built'}"
     workers = summary["num_parallel_workers"]
     if workers["requested"] is None:
         return f"map() without num_parallel_workers ({workers['effective']} worker by default)"
@@ -343,6 +351,8 @@ def _published_vs_measured(arms: list[Arm]) -> pd.DataFrame:
     rows = []
     for label, key in (("iteration gap (ms)", "gap"), ("step time (ms)", "step"),
                        ("gap share", "share"), ("speed vs baseline", "speedup")):
+        if key == "speedup" and base is None:  # a study without a baseline arm
+            continue
         row = {"metric": label}
         for arm_name, pub in PUBLISHED.items():
             value = {"gap": pub["gap_ms"], "step": pub["step_ms"],

@@ -8,6 +8,7 @@ from typing import Any
 
 MP = ":multiprocessing"  # suffix of a settings key: the map runs in processes
 PRIMARY_KEY = "pipeline.num_parallel_workers"  # the article's map
+ADDRESSED = "pipeline.workers."  # a settings key of any pipeline's operator, by address
 # the case study's own pipeline factory: its config keys are aliases of operator addresses
 BUILTIN_PIPELINE = "perfstudy.run.pipeline.case_study"
 

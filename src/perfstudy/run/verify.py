@@ -37,12 +37,11 @@ from omegaconf import open_dict
 
 from perfstudy.measure import steptrace
 from perfstudy.run import pipeline
-from perfstudy.run.settings import MP
+from perfstudy.run.settings import ADDRESSED, MP
 
 log = logging.getLogger(__name__)
 
 # settings key -> the pipeline config field that switches its Python to worker processes
-ADDRESSED = "pipeline.workers."  # a settings key of an operator by address
 PROCESS_FIELDS = {"pipeline.extra_transform_workers": "extra_transform_multiprocessing",
                   "pipeline.batch_transform_workers": "batch_transform_multiprocessing"}
 # a step function: (images, labels) -> (loss, fwd_bwd_end_s, end_s), as train._timed_step

@@ -140,6 +140,7 @@ def test_mindcv_recipe_unmodified_gives_the_mixed_map_with_randaugment(smoke_dat
     assert labels.dtype.name == "int32"
 
 
+@pytest.mark.slow
 def test_a_mindcv_training_is_diagnosed_and_its_candidates_measured_by_address(tmp_path):
     """mindcv's recipe and model through the whole run: trained, profiled, diagnosed, and the
     model's candidate settings measured in verification windows, all by address."""
@@ -175,6 +176,7 @@ def test_any_pipelines_python_maps_are_probed_alone_on_their_real_inputs(own, sm
     assert measured == {(1, False), (2, False), (1, True), (2, True)}
 
 
+@pytest.mark.slow
 def test_a_network_with_fewer_outputs_than_classes_stops_before_training(tmp_path, smoke_dataset,
                                                                          monkeypatch):
     """The precompile step trains on the top class: a head too small is one sentence there,
