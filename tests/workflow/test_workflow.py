@@ -179,6 +179,24 @@ def test_scenario_arms_carry_their_role_truth_and_key():
         arm_table(wf)
 
 
+def test_the_mindcv_study_sweeps_the_recipes_image_map_by_address():
+    import yaml
+
+    from perfstudy.orchestrate.study import arm_table, compose_arm
+
+    wf = yaml.safe_load((REPO / "workflow" / "config.yaml").read_text())
+    wf.update(study="mindcv", overrides=["size=smoke"])
+    arms = list(arm_table(wf))
+    assert {"mindcv_resnet50", "mindcv_mobilenet", "mindcv_resnet50_w1_mp",
+            "mindcv_mobilenet_w2"} <= set(arms)
+    swept = compose_arm(wf, "mindcv", "mindcv_mobilenet_w1_mp")
+    assert swept.pipeline._target_ == "perfstudy.run.mindcv_recipe.imagenet_recipe"
+    assert (swept.pipeline.workers["map_2"], swept.pipeline.processes["map_2"]) == (1, True)
+    assert swept.model.args["model_name"] == "mobilenet_v3_small_100"
+    diagnosed = compose_arm(wf, "mindcv", "mindcv_resnet50")
+    assert diagnosed.scenario.key == "pipeline.workers.map_2" and not diagnosed.pipeline.workers
+
+
 def test_a_cluster_executor_refuses_a_sqlite_tracking_store_up_front(tmp_path):
     """SLURM's executor (the plugin is pinned) would run jobs on other nodes: the SQLite file is
     refused before any job is submitted, with the fix (a tracking server)."""
