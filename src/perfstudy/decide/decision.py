@@ -27,7 +27,7 @@ from typing import Any
 from perfstudy.data.prepare import Settings, bounded_megapixels
 from perfstudy.decide.advisor import COMPUTES, canonical, describe_settings, predict
 from perfstudy.decide.verification import reference, verdict
-from perfstudy.run.settings import BUILTIN_PIPELINE, MP
+from perfstudy.run.settings import ADDRESSED, BUILTIN_PIPELINE, MP
 
 NOT_STEADY = 0.92  # steady step / floor below this: the window was not steady
 DECODE_OPS = ("Decode", "RandomCropDecodeResize", "DecodeVideo")
@@ -381,9 +381,17 @@ def describe_changes(changes: dict[str, Any], advice: dict[str, Any]) -> str:
             continue
         text = f"{key}={value}"
         if changes.get(key + MP):
-            text += f" with {key.rsplit('_workers', 1)[0]}_multiprocessing=true"
+            text += f" with {processes_key(key)}=true"
         words.append(text)
     for key, value in changes.items():  # processes switched without a change of workers
         if key.endswith(MP) and key[: -len(MP)] not in changes:
-            words.append(f"{key[: -len(MP)].rsplit('_workers', 1)[0]}_multiprocessing={str(bool(value)).lower()}")
+            words.append(f"{processes_key(key[: -len(MP)])}={str(bool(value)).lower()}")
     return ", ".join(words) or describe_settings(advice["pick"], advice)
+
+
+def processes_key(key: str) -> str:
+    """The key that runs a sized operator's Python in processes: pipeline.processes.<address>
+    for an address, the case study's <name>_multiprocessing for its own keys."""
+    if key.startswith(ADDRESSED):
+        return "pipeline.processes." + key.removeprefix(ADDRESSED)
+    return f"{key.rsplit('_workers', 1)[0]}_multiprocessing"
