@@ -100,6 +100,28 @@ def _words(changes: dict[str, Any]) -> str:
     return ", ".join(parts) or "switch processes"
 
 
+def _stem(name: str) -> str:
+    """An operator's type as AutoTune (MapOp, ImageFolderOp) or a label (Map #2, ImageFolder #3)
+    names it: map, imagefolder."""
+    word = str(name).split(" ")[0].split("#")[0]
+    return word.removesuffix("Op").removesuffix("Dataset").lower()
+
+
+def _id_shift(tuned_ops: list[dict[str, Any]], ops: pd.DataFrame | None) -> int:
+    """How far AutoTune's op ids are from the run's operator table: its tree is the one the
+    iterator ran, with an epoch-control op on top when the training iterates epochs (measured:
+    Batch #1 in its file is Batch #0 of the one-pass pipeline.json). The shift under which every
+    op's type matches; 0 when none does."""
+    if ops is None or "op_id" not in ops or not tuned_ops:
+        return 0
+    types = {int(r["op_id"]): _stem(r["label"]) for _, r in ops.iterrows()}
+    for shift in (0, 1, 2, -1):
+        if all(types.get(int(op["op_id"]) - shift) == _stem(op.get("op", "")) for op in tuned_ops
+               if op.get("op_id") is not None):
+            return shift
+    return 0
+
+
 def autotune(summary: dict[str, Any], ops: pd.DataFrame | None, baseline: dict[str, Any] | None = None
              ) -> dict[str, Any] | None:
     """What an AutoTune arm settled on (its operators' workers, by op id, named by the run's
@@ -108,7 +130,9 @@ def autotune(summary: dict[str, Any], ops: pd.DataFrame | None, baseline: dict[s
     if not tuned:
         return None
     settings, named, changed = {}, [], []
+    shift = _id_shift(tuned.get("operators", []), ops)
     for op in tuned.get("operators", []):
+        op = {**op, "op_id": None if op.get("op_id") is None else op["op_id"] - shift}
         found = _op(ops, op.get("op_id"))
         label = found.get("operator") or f"{op.get('op')}#{op.get('op_id')}"
         named.append(f"{label}: {op.get('num_parallel_workers')} workers, prefetch {op.get('prefetch_size')}")

@@ -90,6 +90,29 @@ def test_autotunes_setting_is_named_by_the_runs_operators():
     json.dumps(reading)  # goes into diagnosis.json
 
 
+def test_autotunes_op_ids_are_matched_to_the_one_pass_pipeline_by_type():
+    """AutoTune's file numbers the tree the iterator ran (an epoch-control op on top): one more
+    than the one-pass pipeline.json its arm writes (a real batch_loop AutoTune arm's ids)."""
+    described = peers.described_ops([
+        {"op_type": "Map", "operations": ["PythonLoop"], "config_key": "pipeline.batch_transform_workers",
+         "num_parallel_workers": 1},
+        {"op_type": "Batch", "operations": [], "num_parallel_workers": 1},
+        {"op_type": "Map", "operations": ["RandomCropDecodeResize"], "num_parallel_workers": 1,
+         "config_key": "pipeline.num_parallel_workers"},
+        {"op_type": "ImageFolderDataset", "operations": [], "num_parallel_workers": 1,
+         "config_key": "pipeline.reader_workers"}])
+    summary = {"steady_step_ms": 1480.0, "autotune": {"operators": [
+        {"op": "ImageFolderOp", "op_id": 4, "num_parallel_workers": 1, "prefetch_size": 2},
+        {"op": "MapOp", "op_id": 3, "num_parallel_workers": 2, "prefetch_size": 2},
+        {"op": "BatchOp", "op_id": 2, "num_parallel_workers": 1, "prefetch_size": 2},
+        {"op": "MapOp", "op_id": 1, "num_parallel_workers": 1, "prefetch_size": 2}]}}
+    reading = peers.autotune(summary, described)
+    assert reading["settings"] == {"pipeline.reader_workers": 1, "pipeline.num_parallel_workers": 2,
+                                   "pipeline.batch_transform_workers": 1}
+    assert reading["operator"] == "Map #2 [RandomCropDecodeResize]"  # the one it changed
+    assert reading["operators"][0].startswith("ImageFolder #3")
+
+
 def test_the_report_sets_the_tools_side_by_side_and_scores_them_against_the_arms():
     from perfstudy.present import peers as shown
 
