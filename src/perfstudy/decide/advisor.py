@@ -39,7 +39,7 @@ from typing import Any
 
 import pandas as pd
 
-from perfstudy.run.settings import BUILTIN_PIPELINE, MP, PRIMARY_KEY
+from perfstudy.run.settings import BUILTIN_PIPELINE, MP, PRIMARY_KEY, pipeline_factory
 
 WITHIN_BEST = 0.05
 COMPUTES = 0.5  # a worker busier than half a core computes; below, it mostly waits
@@ -156,7 +156,7 @@ def _rest_key(summary: dict[str, Any], probed: set[str]) -> str:
     """The key that sizes "the rest of the pipeline" without a profile: the article's map on
     the case study's pipeline; on any other, its first sized operator not probed alone (by
     address, as pipeline.json lists them)."""
-    if (summary.get("factories") or {}).get("pipeline", BUILTIN_PIPELINE) == BUILTIN_PIPELINE:
+    if pipeline_factory(summary) == BUILTIN_PIPELINE:
         return PRIMARY_KEY
     keys = [k for k in summary.get("operator_settings") or {} if not k.endswith(MP) and k not in probed]
     return keys[0] if keys else PRIMARY_KEY

@@ -27,7 +27,7 @@ from typing import Any
 from perfstudy.data.prepare import Settings, bounded_megapixels
 from perfstudy.decide.advisor import COMPUTES, canonical, describe_settings, predict
 from perfstudy.decide.verification import reference, verdict
-from perfstudy.run.settings import ADDRESSED, BUILTIN_PIPELINE, MP
+from perfstudy.run.settings import ADDRESSED, BUILTIN_PIPELINE, MP, pipeline_factory
 
 NOT_STEADY = 0.92  # steady step / floor below this: the window was not steady
 DECODE_OPS = ("Decode", "RandomCropDecodeResize", "DecodeVideo")
@@ -166,7 +166,7 @@ def _decode_remedy(advice: dict[str, Any], summary: dict[str, Any], best: dict[s
 def _prepare_how(summary: dict[str, Any]) -> str:
     """How to get the prepared source: data.prepared for the case study's pipeline (it reads
     the MindRecord); a user's own pipeline reads folders, so it is given a folder copy."""
-    factory = (summary.get("factories") or {}).get("pipeline", BUILTIN_PIPELINE)
+    factory = pipeline_factory(summary)
     if factory == BUILTIN_PIPELINE:
         return "data.prepared=true converts it once to MindRecord"
     return (f"{factory} reads the source as it is: give it a copy re-encoded at that "

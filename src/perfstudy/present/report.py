@@ -20,7 +20,7 @@ from perfstudy.decide.decision import describe_changes  # noqa: E402
 from perfstudy.decide.diagnosis import input_bound_band, verdict_label  # noqa: E402
 from perfstudy.present import peers, repeats, scaling, verified  # noqa: E402
 from perfstudy.present.figstyle import legend_below  # noqa: E402
-from perfstudy.run.settings import ADDRESSED, BUILTIN_PIPELINE, MP  # noqa: E402
+from perfstudy.run.settings import ADDRESSED, BUILTIN_PIPELINE, MP, pipeline_factory  # noqa: E402
 
 # The case study's table (CASE_STUDY.md): ResNet50, batch 32, accelerator, MindInsight.
 PUBLISHED = {
@@ -50,7 +50,7 @@ def load_arm(run_dir: str | Path, name: str) -> Arm:
 
 
 def _workers_text(summary: dict[str, Any]) -> str:
-    factory = (summary.get("factories") or {}).get("pipeline", BUILTIN_PIPELINE)
+    factory = pipeline_factory(summary)
     if factory != BUILTIN_PIPELINE:  # a user's pipeline: its operators by address
         settings = summary.get("operator_settings") or {}
         sized = [f"{key.removeprefix(ADDRESSED)} {value} worker{'s' if value != 1 else ''}"

@@ -233,8 +233,9 @@ def case_study(root: str, batch_size: int, image_size: int, seed: int, pipeline,
     workers = resolve_workers(pipe_cfg.num_parallel_workers, pipe_cfg.global_default_workers,
                               quiet=True)
     data = create_source(root, pipe_cfg, workers.cpu_count, num_batches)
-    if data.get_dataset_size() // batch_size < 1:
-        raise DatasetError(f"The dataset at {root} has {data.get_dataset_size()} images, fewer "
+    size = data.get_dataset_size()
+    if size // batch_size < 1:
+        raise DatasetError(f"The dataset at {root} has {size} images, fewer "
                            f"than one batch of {batch_size}; lower pipeline.batch_size.")
     transforms = train_transforms(image_size)
     if workers.requested is None:

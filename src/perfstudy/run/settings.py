@@ -13,6 +13,11 @@ ADDRESSED = "pipeline.workers."  # a settings key of any pipeline's operator, by
 BUILTIN_PIPELINE = "perfstudy.run.pipeline.case_study"
 
 
+def pipeline_factory(summary: dict[str, Any]) -> str:
+    """The pipeline factory a run's summary.json records (the case study's for older runs)."""
+    return (summary.get("factories") or {}).get("pipeline", BUILTIN_PIPELINE)
+
+
 def operator_settings(nodes: list[dict]) -> dict[str, Any]:
     """Workers (and processes) per sized operator of a described pipeline (run.pipeline.describe)."""
     settings: dict[str, Any] = {}
