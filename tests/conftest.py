@@ -1,5 +1,6 @@
 """Shared fixtures. Tests run on 2 cores: anything that trains is marked slow."""
 
+import inspect
 import os
 import shutil
 import subprocess
@@ -12,6 +13,20 @@ REPO = Path(__file__).resolve().parents[1]
 PYTHON = sys.executable
 SNAKEMAKE = str(Path(PYTHON).with_name("snakemake"))
 RUFF = str(Path(PYTHON).with_name("ruff"))
+
+
+def pytest_configure(config):
+    """Under `--dist loadgroup` xdist marks a grouped test by rewriting its node id
+    (`item._nodeid += "@slurm"`); a pytest whose `nodeid` no longer reads `_nodeid` (9.2) loses
+    the groups silently, and the two SLURM tests (fixed ports) start two clusters at once."""
+    from _pytest.nodes import Node
+
+    if os.environ.get("PYTEST_XDIST_WORKER") or config.getvalue("dist") != "loadgroup":
+        return
+    if "_nodeid" not in inspect.getsource(Node.nodeid.fget):
+        raise pytest.UsageError(f"pytest {pytest.__version__} ignores pytest-xdist's test groups "
+                                "(xdist_group): run `make setup` to install the pinned pytest "
+                                "from requirements.lock.")
 
 
 @pytest.fixture(autouse=True)

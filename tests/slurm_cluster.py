@@ -16,6 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
+PORTS = (6817, 6818)  # slurmctld, slurmd (slurm.conf below)
 DAEMONS = ("munged", "mungekey", "slurmctld", "slurmd", "sbatch", "squeue", "sinfo", "scancel")
 
 
@@ -107,6 +108,7 @@ class SlurmCluster:
             raise RuntimeError(f"SLURM is not installed ({', '.join(missing)} missing); run `make "
                                "test` (it installs Debian's slurm-wlm and munge) or apt-get install "
                                "slurm-wlm slurmctld slurmd slurm-client munge.")
+        self._free_ports(timeout)
         self._write_config()
         keys = self.dir / "munge-key"
         keys.mkdir(mode=0o700)
@@ -173,4 +175,69 @@ class SlurmCluster:
                 os.killpg(process.pid, signal.SIGKILL)  # slurmd ignores SIGTERM without slurmctld
                 process.wait(timeout=10)
         self.processes.clear()
+        for pid in _holders(PORTS):  # a job step left behind may still hold slurmd's socket
+            _kill_slurm(pid)
         shutil.rmtree(self.dir, ignore_errors=True)
+
+    def _free_ports(self, timeout: float) -> None:
+        """Wait for 6817/6818 to be free (a cluster stopped just before may still be letting
+        go); a SLURM daemon or job step still listening on them is killed, anything else named."""
+        deadline = time.time() + timeout
+        while (pids := _holders(PORTS)) and time.time() < deadline:
+            for pid in pids:
+                _kill_slurm(pid)
+            time.sleep(0.5)
+        if pids:
+            raise RuntimeError(f"SLURM's ports {PORTS} are held by process(es) {sorted(pids)} "
+                               f"({', '.join(_command_of(p) for p in pids)}); stop them, then run "
+                               "the SLURM tests again.")
+
+
+def _listening_inodes(ports: tuple[int, ...]) -> set[str]:
+    """Socket inodes listening (state 0A) on the ports, from /proc/net/tcp and tcp6."""
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            if fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) in ports:
+                inodes.add(fields[9])
+    return inodes
+
+
+def _holders(ports: tuple[int, ...]) -> set[int]:
+    """PIDs that hold a socket listening on one of the ports (those /proc lets us read)."""
+    inodes = _listening_inodes(ports)
+    if not inodes:
+        return set()
+    pids = set()
+    for fd_dir in Path("/proc").glob("[0-9]*/fd"):
+        try:
+            for fd in fd_dir.iterdir():
+                link = os.readlink(fd)
+                if link.startswith("socket:[") and link[8:-1] in inodes:
+                    pids.add(int(fd_dir.parent.name))
+                    break
+        except OSError:
+            continue
+    return pids
+
+
+def _kill_slurm(pid: int) -> None:
+    """SIGKILL a left-over slurmctld, slurmd or slurmstepd; leave any other program alone."""
+    if not _command_of(pid).startswith(("slurm", "/usr/sbin/slurm")):
+        return
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _command_of(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode().strip()
+    except OSError:
+        return "?"

@@ -22,11 +22,13 @@ from slurm_cluster import SlurmCluster
 
 # One cluster per machine (fixed ports): every SLURM test on one xdist worker, one at a time; the
 # other worker's tests only share the CPUs (each fault here is forced by a gate, not by timing).
+# The fixtures are session-scoped (per xdist worker): xdist may run another module's test between
+# the two here, and a module fixture would then stop the cluster and start it again.
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("slurm")]
 ARMS = ("baseline", "tuned")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def cluster():
     slurm = SlurmCluster().start()
     try:
@@ -35,13 +37,13 @@ def cluster():
         slurm.stop()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def out(tmp_path_factory):
     """One results folder for the module: the time-limit run reuses the dataset."""
     return tmp_path_factory.mktemp("slurm-study")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def server(tmp_path_factory):
     folder = tmp_path_factory.mktemp("server")
     database = Postgres().start()
@@ -89,7 +91,7 @@ def _cancel_the_first_training_half_way(cluster, out: Path, process: subprocess.
                                                          if process.poll() is not None else ""))
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def faulty_run(cluster, server, out):
     """One run with both faults: each training waits at step 4 for a file never written, under a
     1-minute limit; the first is cancelled with scancel once it trains, the second runs into its

@@ -14,12 +14,25 @@ in training, at every worker count 1..CPUs, in threads and in processes:
 Measured here (2 cores, 50 ms per image, batch 4): a pure-Python loop 204 -> 199 ms per batch
 from 1 to 2 thread workers (the GIL), 203 -> 103 ms in processes; a sleep 202 -> 101 ms either
 way. The advisor reads these points instead of a scaling law.
+
+How much of an operator's time needs the training process's GIL is measured too, not guessed
+from its code: it is run once more at 1 thread worker beside a thread that holds the GIL the
+way a network's step does, in long stretches that never let go (one C call), free between
+(fraction `free` of the time). Work without the GIL goes on beside the holder; work with it
+only in the free stretches, so with G ms of the batch needing the GIL, the batch takes
+T_beside = T_alone + G (1/free - 1):
+
+    gil_ms_per_batch  G = (T_beside - T_alone) x free / (1 - free), within 0..T_alone
+
+A pure-Python loop and NumPy that takes the GIL back between small array operations read
+G ~ T_alone (they wait out every hold); a sleep or a C++ decode ~ 0.
 """
 
 from __future__ import annotations
 
 import logging
 import math
+import threading
 import time
 from typing import Any
 
@@ -161,6 +174,56 @@ def _alone(op: dict[str, Any], pipe_cfg, workers: int, processes: bool, length: 
 
 
 MIN_ROWS = 16  # rows timed per setting at least (a smoke batch of 4 is too short to time)
+HOLD_MS, FREE_MS = 20.0, 20.0  # the GIL holder's stretch and pause
+
+
+class GilHolder(threading.Thread):
+    """Holds the GIL HOLD_MS at a time in one C call that never lets go of it (a sum over a
+    range: no bytecode runs, so no other thread's request is served), then sleeps FREE_MS;
+    `free` is the share of its time the GIL was free, as measured."""
+
+    def __init__(self, hold_ms: float = HOLD_MS, free_ms: float = FREE_MS) -> None:
+        super().__init__(daemon=True, name="gil-holder")
+        self.free_s, self.halt = free_ms / 1e3, threading.Event()
+        start = time.perf_counter()
+        sum(range(200_000))
+        self.count = max(1000, int(200_000 * hold_ms / 1e3 / max(time.perf_counter() - start, 1e-6)))
+        self.held = self.total = 0.0
+
+    def run(self) -> None:
+        while not self.halt.is_set():
+            start = time.perf_counter()
+            sum(range(self.count))
+            self.held += time.perf_counter() - start
+            time.sleep(self.free_s)
+            self.total += time.perf_counter() - start
+
+    @property
+    def free(self) -> float:
+        return 1.0 - self.held / self.total if self.total else 1.0
+
+
+def gil_ms(alone_ms: float, beside_ms: float, free: float) -> float:
+    """Per batch, the time that needed the GIL (module docstring), within 0..alone_ms."""
+    if not 0.0 < free < 1.0:
+        return 0.0
+    return min(max((beside_ms - alone_ms) * free / (1.0 - free), 0.0), alone_ms)
+
+
+def _gil_point(op: dict[str, Any], pipe_cfg, rows: int, batches: float,
+               alone: dict[str, Any]) -> dict[str, Any]:
+    """The operator at 1 thread worker beside a GilHolder: its GIL time per batch."""
+    warm = 2
+    holder = GilHolder()
+    holder.start()
+    try:
+        wall, _ = _time_pipeline(_alone(op, pipe_cfg, 1, False, warm + rows), warm, rows)
+    finally:
+        holder.halt.set()
+        holder.join()
+    beside = 1e3 * wall / batches
+    return {"wall_ms_per_batch_beside": beside, "free": holder.free,
+            "gil_ms_per_batch": gil_ms(alone["wall_ms_per_batch"], beside, holder.free)}
 
 
 def probe(pipe_cfg, root: str, cpus: int) -> list[dict[str, Any]]:
@@ -188,8 +251,13 @@ def probe(pipe_cfg, root: str, cpus: int) -> list[dict[str, Any]]:
                                "cpu_ms_per_batch": 1e3 * cpu / batches})
         entry = {k: op[k] for k in ("config_key", "operation", "per_batch", "workers_now",
                                     "multiprocessing_now")}
+        one = next((p for p in points if p["workers"] == 1 and not p["multiprocessing"]
+                    and "wall_ms_per_batch" in p), None)
+        if one is not None and "reader" not in op:
+            entry["gil"] = _gil_point(op, pipe_cfg, rows, batches, one)
         results.append({**entry, "points": points})
         log.info("probe %s alone: %s", op["operation"], ", ".join(
             f"{p['workers']}{'p' if p['multiprocessing'] else 't'} {p['wall_ms_per_batch']:.0f} ms"
-            for p in points if "wall_ms_per_batch" in p))
+            for p in points if "wall_ms_per_batch" in p)
+            + (f"; needs the GIL {entry['gil']['gil_ms_per_batch']:.0f} ms per batch" if "gil" in entry else ""))
     return results
