@@ -19,12 +19,15 @@ over every setting s (each sized operator 1..CPUs workers; threads or processes 
 Python map). The best setting is the fastest predicted; the recommendation is the cheapest
 setting (fewest workers, fewest changes) within 5 % of it. "No setting helps" is this
 model's prediction that no setting beats the current one by 5 % or more.
-A Python operator that computes (its probe: >= half a core per thread worker) needs the
-training process's GIL all along, in thread workers and (through MindSpore's dispatch) in
-worker processes too; MindSpore's graph step holds the GIL while it runs, so the two take
-turns (measured: the step was their sum, with no gap):
-    GIL floor     G    = its wall-ms per batch (in threads: at 1 worker; in processes: at that
-                         setting) + the network's wall-ms per step
+A Python operator's share of time that needs the training process's GIL is measured by its
+probe (run beside a thread that holds the GIL in long stretches, as a network's step does:
+perfstudy.run.opprobe); a probe without that point counts one that computes (>= half a core
+per thread worker) as all GIL. MindSpore's graph step holds the GIL while it runs, so the
+two take turns (measured: the step was their sum, with no gap), in thread workers and
+(through MindSpore's dispatch) in worker processes too:
+    GIL floor     G    = GIL share x its wall-ms per batch (in threads: at 1 worker, however
+                         many there are; in processes: at that setting) + the network's
+                         wall-ms per step
 Finally the model is levelled on the run: every prediction x (measured step / modelled step at
 the run's own setting), within 0.67..1.5; the shape across settings is the model's.
 The gap share is not predicted: how the network's time stretches when the cores are
@@ -81,7 +84,7 @@ def _profiled_stages(summary: dict[str, Any], ops: pd.DataFrame) -> tuple[list[d
         probe = probed.get(row["config_key"])
         points = [p for p in (probe or {}).get("points", []) if "wall_ms_per_batch" in p]
         if points:
-            stage.update(_probed_fields(points))
+            stage.update(_probed_fields(points, probe.get("gil")))
         else:
             per_worker = _num(row.get("cpu_pct_per_worker"), _num(row["cpu_pct"]) / workers)
             busy = min(1.0, max(per_worker / 100, 1e-3))
@@ -113,7 +116,8 @@ def _probed_stage(probe: dict[str, Any], summary: dict[str, Any]) -> dict[str, A
     """A Python operator's stage from its probe alone (a run without a dataset profile)."""
     settings = summary.get("operator_settings") or {}
     key = probe["config_key"]
-    fields = _probed_fields([p for p in probe["points"] if "wall_ms_per_batch" in p])
+    fields = _probed_fields([p for p in probe["points"] if "wall_ms_per_batch" in p],
+                            probe.get("gil"))
     name = str(probe.get("operation", key)).rpartition(":")[2]
     one = min(fields["points"], key=lambda p: (p["multiprocessing"], p["workers"]))
     return {"key": key, "label": f"{name} ({key})", "op_id": None, "operations": [name],
@@ -122,13 +126,19 @@ def _probed_stage(probe: dict[str, Any], summary: dict[str, Any]) -> dict[str, A
             "cpu_ms_per_batch": one["cpu_ms_per_batch"], **fields}
 
 
-def _probed_fields(points: list[dict[str, Any]]) -> dict[str, Any]:
-    """A probed stage's kind, points, how busy one thread worker is alone, and whether it needs
-    the GIL: Python that computes (>= half a core) needs it all along (pure Python holds it;
-    NumPy takes it back between array operations); one that waits does not."""
+def _probed_fields(points: list[dict[str, Any]], gil: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A probed stage's kind, points, how busy one thread worker is alone, and the share of its
+    time that needs the GIL: measured beside a GIL holder (`gil`, the probe's point); without
+    that point, Python that computes (>= half a core) counts as all GIL, one that waits as none."""
     one = min(points, key=lambda p: (p["multiprocessing"], p["workers"]))
     busy = min(1.0, one["cpu_ms_per_batch"] / max(one["wall_ms_per_batch"], 1e-9))
-    return {"kind": "probed", "points": points, "busy_per_worker": busy, "holds_gil": busy >= COMPUTES}
+    reference = (gil or {}).get("wall_ms_per_batch_alone") or one["wall_ms_per_batch"]
+    if gil and reference > 0:  # the share of the paired run alone (timed next to it)
+        share = min(1.0, max(0.0, gil["gil_ms_per_batch"] / reference))
+    else:
+        share = 1.0 if busy >= COMPUTES else 0.0
+    return {"kind": "probed", "points": points, "busy_per_worker": busy, "gil_share": share,
+            "gil_measured": bool(gil), "holds_gil": share > 0}
 
 
 def _calibration_stages(summary: dict[str, Any]) -> list[dict[str, Any]]:
@@ -226,13 +236,15 @@ def current_settings(model: dict[str, Any]) -> dict[str, Any]:
 
 
 def _gil_ms(stage: dict[str, Any], settings: dict[str, Any], parts: dict, cores: int) -> float:
-    """Per batch, how long a computing Python op keeps the network off the GIL: in worker
-    processes its stage (they overlap outside the GIL); in thread workers one worker's stage,
-    however many there are (measured: a NumPy map 502 ms alone with 1 thread, 368 ms with 2,
-    gave 1048 and 1076 ms steps beside a 564 ms network)."""
+    """Per batch, how long a Python op keeps the network off the GIL: its GIL share of, in
+    worker processes, its stage (they overlap outside the GIL); in thread workers, one worker's
+    stage, however many there are (measured: a NumPy map 502 ms alone with 1 thread, 368 ms
+    with 2, gave 1048 and 1076 ms steps beside a 564 ms network; its probe beside the GIL
+    holder reads it as all GIL)."""
+    share = stage.get("gil_share", 1.0)
     if settings.get(stage["key"] + MP, False):
-        return parts[stage["label"]][0]
-    return stage_ms(stage, 1, False, cores)[0]
+        return share * parts[stage["label"]][0]
+    return share * stage_ms(stage, 1, False, cores)[0]
 
 
 def predict(model: dict[str, Any], settings: dict[str, Any] | int) -> dict[str, Any]:
@@ -320,8 +332,13 @@ def advise(summary: dict[str, Any], ops: pd.DataFrame | None) -> dict[str, Any]:
     now = current_settings(model)
     # The model gives the shape across settings; the run's own measured step gives the level
     # (what it leaves out, e.g. the cores' oversubscription, scales with the step).
-    raw = predict(model, now)["model_step_ms"]
+    raw_row = predict(model, now)
+    raw = raw_row["model_step_ms"]
     level = summary["steady_step_ms"] / raw if raw > 0 else 1.0
+    if raw_row["binding"] == "pipeline" and _probed(model, raw_row["slowest_stage"]):
+        # the step is set by an operator measured alone at this very setting: sharing the cores
+        # with the network cannot make it faster, so a step below that is noise, not the model's
+        level = max(level, 1.0)
     model["level"] = min(max(level, LEVEL_RANGE[0]), LEVEL_RANGE[1])
     table = [predict(model, s) for s in candidates(model)]
     best = min(table, key=lambda row: row["step_ms"])
@@ -345,6 +362,10 @@ def advise(summary: dict[str, Any], ops: pd.DataFrame | None) -> dict[str, Any]:
             "gain": now_row["step_ms"] / pick["step_ms"] - 1,
             "now_error": (now_row["step_ms"] - summary["steady_step_ms"]) / summary["steady_step_ms"],
             "sentence": advisor_sentence(model, now_row, pick, best, summary)}
+
+
+def _probed(model: dict[str, Any], label: str) -> bool:
+    return any(s["label"] == label and s["kind"] == "probed" for s in model["stages"])
 
 
 def advisor_sentence(model: dict[str, Any], now: dict[str, Any], pick: dict[str, Any],

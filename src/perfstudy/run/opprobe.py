@@ -16,9 +16,9 @@ from 1 to 2 thread workers (the GIL), 203 -> 103 ms in processes; a sleep 202 ->
 way. The advisor reads these points instead of a scaling law.
 
 How much of an operator's time needs the training process's GIL is measured too, not guessed
-from its code: it is run once more at 1 thread worker beside a thread that holds the GIL the
-way a network's step does, in long stretches that never let go (one C call), free between
-(fraction `free` of the time). Work without the GIL goes on beside the holder; work with it
+from its code: it is run at 1 thread worker alone and then beside a thread that holds the GIL
+the way a network's step does, in long stretches that never let go (one C call), free between
+(fraction `free` of the time), back to back. Work without the GIL goes on beside the holder; work with it
 only in the free stretches, so with G ms of the batch needing the GIL, the batch takes
 T_beside = T_alone + G (1/free - 1):
 
@@ -92,7 +92,8 @@ class _Rows(_Items):
         return tuple(self.items[index % len(self.items)])
 
 
-CAPTURED_ROWS = 4  # inputs captured per map (its real inputs, cycled)
+CAPTURED_ROWS = 4  # inputs captured per map at least (its real inputs, cycled); up to a batch
+MAX_CAPTURED = 64  # ... of at most this many rows (memory: a row may be a 16 MP JPEG)
 
 
 def _python_maps(pipe_cfg, root: str) -> list[dict[str, Any]]:
@@ -107,17 +108,22 @@ def _python_maps(pipe_cfg, root: str) -> list[dict[str, Any]]:
         if not (node.get("config_key") and node.get("python") and isinstance(built, ds.MapDataset)):
             continue
         child = built.children[0]
+        per_batch = 1 if node.get("per_batch") else pipe_cfg.batch_size
         iterator = child.create_tuple_iterator(num_epochs=1, output_numpy=True)
-        try:
-            rows = [next(iterator) for _ in range(CAPTURED_ROWS)]
+        rows = []
+        try:  # a batch's worth of real rows (decode cost varies per image), at least 4
+            for _ in range(min(max(CAPTURED_ROWS, per_batch), MAX_CAPTURED)):
+                rows.append(next(iterator))
         except StopIteration:
-            continue
+            pass
         finally:
             iterator.stop()
+        if not rows:
+            continue
         found.append({"config_key": node["config_key"],
                       "operation": f"{node['address']} [{', '.join(node['operations'])}]",
                       "per_batch": bool(node.get("per_batch")),
-                      "rows_per_batch": 1 if node.get("per_batch") else pipe_cfg.batch_size,
+                      "rows_per_batch": per_batch,
                       "items": rows, "columns": child.get_col_names(),
                       "input_columns": built.input_columns, "make_all": lambda b=built: b.operations,
                       "workers_now": node.get("num_parallel_workers"),
@@ -210,10 +216,13 @@ def gil_ms(alone_ms: float, beside_ms: float, free: float) -> float:
     return min(max((beside_ms - alone_ms) * free / (1.0 - free), 0.0), alone_ms)
 
 
-def _gil_point(op: dict[str, Any], pipe_cfg, rows: int, batches: float,
-               alone: dict[str, Any]) -> dict[str, Any]:
-    """The operator at 1 thread worker beside a GilHolder: its GIL time per batch."""
-    warm = 2
+def _gil_point(op: dict[str, Any], pipe_cfg, rows: int, batches: float) -> dict[str, Any]:
+    """The operator at 1 thread worker alone, then beside a GilHolder, back to back (twice the
+    rows of a point: the pair is compared, so each is timed warm and long): its GIL time per
+    batch."""
+    warm, rows, batches = 2, 2 * rows, 2 * batches
+    wall, _ = _time_pipeline(_alone(op, pipe_cfg, 1, False, warm + rows), warm, rows)
+    alone = 1e3 * wall / batches
     holder = GilHolder()
     holder.start()
     try:
@@ -222,8 +231,8 @@ def _gil_point(op: dict[str, Any], pipe_cfg, rows: int, batches: float,
         holder.halt.set()
         holder.join()
     beside = 1e3 * wall / batches
-    return {"wall_ms_per_batch_beside": beside, "free": holder.free,
-            "gil_ms_per_batch": gil_ms(alone["wall_ms_per_batch"], beside, holder.free)}
+    return {"wall_ms_per_batch_alone": alone, "wall_ms_per_batch_beside": beside,
+            "free": holder.free, "gil_ms_per_batch": gil_ms(alone, beside, holder.free)}
 
 
 def probe(pipe_cfg, root: str, cpus: int) -> list[dict[str, Any]]:
@@ -251,10 +260,8 @@ def probe(pipe_cfg, root: str, cpus: int) -> list[dict[str, Any]]:
                                "cpu_ms_per_batch": 1e3 * cpu / batches})
         entry = {k: op[k] for k in ("config_key", "operation", "per_batch", "workers_now",
                                     "multiprocessing_now")}
-        one = next((p for p in points if p["workers"] == 1 and not p["multiprocessing"]
-                    and "wall_ms_per_batch" in p), None)
-        if one is not None and "reader" not in op:
-            entry["gil"] = _gil_point(op, pipe_cfg, rows, batches, one)
+        if "reader" not in op and any("wall_ms_per_batch" in p for p in points):
+            entry["gil"] = _gil_point(op, pipe_cfg, rows, batches)
         results.append({**entry, "points": points})
         log.info("probe %s alone: %s", op["operation"], ", ".join(
             f"{p['workers']}{'p' if p['multiprocessing'] else 't'} {p['wall_ms_per_batch']:.0f} ms"

@@ -174,6 +174,8 @@ def test_any_pipelines_python_maps_are_probed_alone_on_their_real_inputs(own, sm
     measured = {(p["workers"], p["multiprocessing"]) for p in probes[0]["points"]
                 if p.get("wall_ms_per_batch", 0) > 0}
     assert measured == {(1, False), (2, False), (1, True), (2, True)}
+    gil = probes[0]["gil"]
+    assert 0.0 <= gil["gil_ms_per_batch"] <= gil["wall_ms_per_batch_alone"]  # measured
 
 
 @pytest.mark.slow
