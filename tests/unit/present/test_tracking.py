@@ -27,7 +27,10 @@ def _fake_arm(tmp_path, arm, step_ms=100.0):
         "floor_ms": 90.0, "steady_vs_floor": step_ms / 90, "step_ms": spread, "gap_ms": spread,
         "fwd_bwd_ms": spread, "tail_ms": spread,
         "num_parallel_workers": {"requested": 12, "effective": 2},
-        "calibration": {"compute_wall_ms": 90.0}, "git_sha": "abc", "config_hash": "h",
+        "calibration": {"compute_wall_ms": 90.0, "operators": [
+            {"config_key": "pipeline.workers.map_2", "points": [],
+             "gil": {"gil_ms_per_batch": 25.0, "wall_ms_per_batch_alone": 100.0}}]},
+        "git_sha": "abc", "config_hash": "h",
         "dataset_sha256": "d", "mindspore_version": "2.10.0",
         "environment": {"cpu_count": 2, "cpu_model": "cpu"},
     }
@@ -80,6 +83,7 @@ def test_arm_is_a_child_run_with_params_metrics_tags_and_artifacts(tmp_path, sto
         assert tag in run.data.tags
     assert run.data.params["trainer.steps"] == "8"
     assert run.data.metrics["steady_step_ms"] == 100.0
+    assert run.data.metrics["probe_workers_map_2_gil_share"] == 0.25  # the measured GIL share
     assert len(client.get_metric_history(result["run_id"], "step/step_ms")) == 6
     names = {a.path for a in client.list_artifacts(result["run_id"])}
     assert names == {"steps.csv", "summary.json"}
