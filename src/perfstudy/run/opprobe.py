@@ -245,7 +245,9 @@ def probe(pipe_cfg, root: str, cpus: int) -> list[dict[str, Any]]:
         points = []
         for processes in ((False,) if "reader" in op else (False, True)):
             for workers in range(1, cpus + 1):
-                warm = 2 * workers
+                # a fresh process pool serves its first rows slowly (start-up, shared memory):
+                # warm it for half a batch, as training runs it for many
+                warm = max(2 * workers, min(op["rows_per_batch"] // 2, 16)) if processes else 2 * workers
                 try:
                     wall, cpu = _time_pipeline(_alone(op, pipe_cfg, workers, processes,
                                                       warm + rows), warm, rows)

@@ -135,6 +135,17 @@ def test_a_mixed_maps_measured_gil_share_lets_its_thread_workers_scale():
     assert advisor.predict(flagged, {"pipeline.workers.map_2": 2})["binding"] == "gil"
 
 
+def test_the_gil_pairs_run_alone_is_a_second_sample_of_the_one_thread_point():
+    summary, ops = _mixed_map_summary(gil_ms=100.0, steady=3800.0)
+    summary["calibration"]["operators"][0]["gil"]["wall_ms_per_batch_alone"] = 4000.0
+    advice = advisor.advise(summary, ops)
+    assert advice["stages"][0]["gil_share"] == pytest.approx(100.0 / 4000.0)
+    one = advisor.predict(advice, {"pipeline.workers.map_2": 1})
+    assert one["slowest_stage_ms"] == pytest.approx(3800.0)  # (3600 + 4000) / 2
+    two = advisor.predict(advice, {"pipeline.workers.map_2": 2})
+    assert two["slowest_stage_ms"] == pytest.approx(2400.0)  # other points as measured
+
+
 def test_a_step_below_its_probed_stage_does_not_scale_the_model_down():
     # the run (1 thread) measured 3100 ms, the map alone at 1 thread took 3600: sharing the cores
     # cannot make it faster, so the model keeps the probe's level (2 threads: its 2400 ms)
