@@ -126,6 +126,16 @@ def _probed_stage(probe: dict[str, Any], summary: dict[str, Any]) -> dict[str, A
             "cpu_ms_per_batch": one["cpu_ms_per_batch"], **fields}
 
 
+def gil_share(gil: dict[str, Any] | None, alone_ms: float | None = None) -> float | None:
+    """The share of its 1-thread time alone that an operator's GIL point (perfstudy.run.opprobe)
+    measured: of the point's own run alone, else of `alone_ms`; None without a point (e.g. a
+    summary written before the probe had one)."""
+    reference = (gil or {}).get("wall_ms_per_batch_alone") or alone_ms
+    if not gil or not reference or reference <= 0:
+        return None
+    return min(1.0, max(0.0, gil["gil_ms_per_batch"] / reference))
+
+
 def _probed_fields(points: list[dict[str, Any]], gil: dict[str, Any] | None = None) -> dict[str, Any]:
     """A probed stage's kind, points, how busy one thread worker is alone, and the share of its
     time that needs the GIL: measured beside a GIL holder (`gil`, the probe's point); without
@@ -133,14 +143,11 @@ def _probed_fields(points: list[dict[str, Any]], gil: dict[str, Any] | None = No
     if gil and gil.get("wall_ms_per_batch_alone"):
         points = [_with_second_sample(p, gil["wall_ms_per_batch_alone"]) for p in points]
     one = min(points, key=lambda p: (p["multiprocessing"], p["workers"]))
+    measured = gil_share(gil, one["wall_ms_per_batch"])  # of the paired run alone, timed next to it
     busy = min(1.0, one["cpu_ms_per_batch"] / max(one["wall_ms_per_batch"], 1e-9))
-    reference = (gil or {}).get("wall_ms_per_batch_alone") or one["wall_ms_per_batch"]
-    if gil and reference > 0:  # the share of the paired run alone (timed next to it)
-        share = min(1.0, max(0.0, gil["gil_ms_per_batch"] / reference))
-    else:
-        share = 1.0 if busy >= COMPUTES else 0.0
+    share = measured if measured is not None else (1.0 if busy >= COMPUTES else 0.0)
     return {"kind": "probed", "points": points, "busy_per_worker": busy, "gil_share": share,
-            "gil_measured": bool(gil), "holds_gil": share > 0}
+            "gil_measured": measured is not None, "holds_gil": share > 0}
 
 
 def _with_second_sample(point: dict[str, Any], wall_ms: float) -> dict[str, Any]:

@@ -25,6 +25,7 @@ from typing import Any
 
 import pandas as pd
 
+from perfstudy.decide.advisor import gil_share
 from perfstudy.decide.diagnosis import verdict_label
 
 TAG = "perfstudy."
@@ -299,11 +300,11 @@ def summary_metrics(summary: dict[str, Any], stamp_ms: int) -> list:
         if isinstance(value, (int, float)):  # not the operators' probe (a list; in summary.json)
             flat[f"calibration_{key}"] = value
     for probe in summary.get("calibration", {}).get("operators") or []:
-        gil = probe.get("gil")  # the operator's measured GIL time (the probe beside a holder)
-        if gil and gil.get("wall_ms_per_batch_alone"):
+        share = gil_share(probe.get("gil"))  # the operator's measured GIL time (beside a holder)
+        if share is not None:
             name = probe["config_key"].replace("pipeline.", "").replace(".", "_")
-            flat[f"probe_{name}_gil_ms"] = gil["gil_ms_per_batch"]
-            flat[f"probe_{name}_gil_share"] = gil["gil_ms_per_batch"] / gil["wall_ms_per_batch_alone"]
+            flat[f"probe_{name}_gil_ms"] = probe["gil"]["gil_ms_per_batch"]
+            flat[f"probe_{name}_gil_share"] = share
     return [Metric(key, float(value), stamp_ms, 0) for key, value in flat.items()]
 
 

@@ -18,9 +18,9 @@ way. The advisor reads these points instead of a scaling law.
 How much of an operator's time needs the training process's GIL is measured too, not guessed
 from its code: it is run at 1 thread worker alone and then beside a thread that holds the GIL
 the way a network's step does, in long stretches that never let go (one C call), free between
-(fraction `free` of the time), back to back. Work without the GIL goes on beside the holder; work with it
-only in the free stretches, so with G ms of the batch needing the GIL, the batch takes
-T_beside = T_alone + G (1/free - 1):
+(fraction `free` of the time), back to back. Work without the GIL goes on beside the holder;
+work with it only in the free stretches, so with G ms of the batch needing the GIL, the batch
+takes T_beside = T_alone + G (1/free - 1):
 
     gil_ms_per_batch  G = (T_beside - T_alone) x free / (1 - free), within 0..T_alone
 
@@ -221,16 +221,19 @@ def _gil_point(op: dict[str, Any], pipe_cfg, rows: int, batches: float) -> dict[
     rows of a point: the pair is compared, so each is timed warm and long): its GIL time per
     batch."""
     warm, rows, batches = 2, 2 * rows, 2 * batches
-    wall, _ = _time_pipeline(_alone(op, pipe_cfg, 1, False, warm + rows), warm, rows)
-    alone = 1e3 * wall / batches
+
+    def ms_per_batch() -> float:
+        wall, _ = _time_pipeline(_alone(op, pipe_cfg, 1, False, warm + rows), warm, rows)
+        return 1e3 * wall / batches
+
+    alone = ms_per_batch()
     holder = GilHolder()
     holder.start()
     try:
-        wall, _ = _time_pipeline(_alone(op, pipe_cfg, 1, False, warm + rows), warm, rows)
+        beside = ms_per_batch()
     finally:
         holder.halt.set()
         holder.join()
-    beside = 1e3 * wall / batches
     return {"wall_ms_per_batch_alone": alone, "wall_ms_per_batch_beside": beside,
             "free": holder.free, "gil_ms_per_batch": gil_ms(alone, beside, holder.free)}
 
