@@ -304,19 +304,20 @@ def predict(model: dict[str, Any], settings: dict[str, Any] | int) -> dict[str, 
             "stages_ms": {label: round(p[0], 1) for label, p in parts.items()}}
 
 
+def stage_options(model: dict[str, Any], stage: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every setting of one sized operator: 1..CPUs workers, a probed Python map also in
+    processes (threads said explicitly: a run in processes keeps them otherwise)."""
+    options = [{stage["key"]: w} for w in range(1, model["cores"] + 1)]
+    if stage["kind"] == "probed" and any(p["multiprocessing"] for p in stage["points"]) \
+            and stage["key"] != "pipeline.reader_workers":
+        options = [{**o, stage["key"] + MP: False} for o in options]
+        options += [{stage["key"]: w, stage["key"] + MP: True} for w in range(1, model["cores"] + 1)]
+    return options
+
+
 def candidates(model: dict[str, Any]) -> list[dict[str, Any]]:
-    """Every setting to predict: each sized operator 1..CPUs workers, a probed Python map also
-    in processes."""
-    axes = []
-    for stage in model["stages"]:
-        options = [{stage["key"]: w} for w in range(1, model["cores"] + 1)]
-        if stage["kind"] == "probed" and any(p["multiprocessing"] for p in stage["points"]) \
-                and stage["key"] != "pipeline.reader_workers":
-            # threads said explicitly: a run in processes keeps them otherwise (merged settings)
-            options = [{**o, stage["key"] + MP: False} for o in options]
-            options += [{stage["key"]: w, stage["key"] + MP: True}
-                        for w in range(1, model["cores"] + 1)]
-        axes.append(options)
+    """Every setting to predict: the product of every sized operator's options."""
+    axes = [stage_options(model, stage) for stage in model["stages"]]
     combos = []
     for parts in itertools.islice(itertools.product(*axes), MAX_SETTINGS):
         merged: dict[str, Any] = {}
@@ -324,6 +325,17 @@ def candidates(model: dict[str, Any]) -> list[dict[str, Any]]:
             merged.update(part)
         combos.append(merged)
     return combos
+
+
+def step_swing(model: dict[str, Any], stage: dict[str, Any]) -> dict[str, Any]:
+    """How far one operator's own setting moves the predicted step, the others kept as they
+    run: its slowest and fastest setting, and slowest / fastest - 1 (the `swing`)."""
+    rows = [predict(model, option) for option in stage_options(model, stage)]
+    slow = max(rows, key=lambda r: r["step_ms"])
+    fast = min(rows, key=lambda r: r["step_ms"])
+    return {"label": stage["label"], "key": stage["key"], "swing": slow["step_ms"] / fast["step_ms"] - 1,
+            "slowest": slow["settings"], "slowest_ms": slow["step_ms"],
+            "fastest": fast["settings"], "fastest_ms": fast["step_ms"]}
 
 
 def _cost(settings: dict[str, Any], now: dict[str, Any]) -> tuple:

@@ -13,7 +13,11 @@ MLflow tags, the study's parent run) presents what `decide` returns; nothing els
   the model predicts less than 5 % gain at every setting up to the CPU count, with the
   numbers it rests on; a busy-CPU reading alone never decides it.
 * The culprit is the operator the model finds slowest at the current setting (the one whose
-  workers change the step); MindInsight's queue rule is kept as evidence beside it.
+  workers change the step); MindInsight's queue rule is kept as evidence beside it. When the
+  CPUs bind (pipeline and network share them, nothing waits), the culprit is the operator
+  whose own setting moves the predicted step the most, by >= 10 % (e.g. a decoding map: one
+  worker fewer and the step waits for it again; its CPU is what a smaller source saves);
+  none when no setting moves it, or when the network alone sets the pace.
 * Remedies follow the culprit's kind: decode (source size, with what a smaller source
   would give), Python (workers, processes, vectorising or a C++ op), waiting (workers),
   computing in C++ (more cores, a cheaper op), or none in the pipeline when the network binds.
@@ -25,10 +29,11 @@ import math
 from typing import Any
 
 from perfstudy.data.prepare import Settings, bounded_megapixels
-from perfstudy.decide.advisor import COMPUTES, canonical, describe_settings, predict
+from perfstudy.decide.advisor import COMPUTES, canonical, describe_settings, predict, stage_ms, step_swing
 from perfstudy.decide.verification import reference, verdict
 from perfstudy.run.settings import ADDRESSED, BUILTIN_PIPELINE, MP, pipeline_factory
 
+MOVES_STEP = 0.10  # an operator whose setting moves the step this much sets it (one run's noise)
 NOT_STEADY = 0.92  # steady step / floor below this: the window was not steady
 DECODE_OPS = ("Decode", "RandomCropDecodeResize", "DecodeVideo")
 
@@ -90,6 +95,31 @@ def validity(summary: dict[str, Any], compute_ms: float) -> dict[str, Any]:
     return {"steady": False, "steady_vs_floor": ratio, "floor": which, "floor_ms": floors[which],
             "buffered_batches": buffered, "buffered_basis": basis, "drain_steps": drain,
             "steps_needed": steps, "sentence": sentence + "; no verdict is issued on this window."}
+
+
+def cpu_culprit(advice: dict[str, Any], now_row: dict[str, Any]) -> tuple[dict | None, dict | None]:
+    """(stage, its swing) when the CPUs bind at the current setting and one operator's own
+    setting moves the predicted step by >= MOVES_STEP (the largest swing wins); else (None, None).
+    The swing carries the stage's CPU per batch now, of the pipeline's."""
+    if now_row["binding"] != "cpu" or not advice["stages"]:
+        return None, None
+    swings = [(step_swing(advice, stage), stage) for stage in advice["stages"]]
+    swing, stage = max(swings, key=lambda pair: pair[0]["swing"])
+    if swing["swing"] < MOVES_STEP:
+        return None, None
+    now = advice["now"]
+    cpu = stage_ms(stage, int(now.get(stage["key"], stage["workers_now"])),
+                   bool(now.get(stage["key"] + MP, False)), advice["cores"])[1]
+    return stage, {**swing, "cpu_ms_per_batch": cpu, "pipeline_cpu_ms": now_row["pipeline_cpu_ms"]}
+
+
+def _swing_words(swing: dict[str, Any], advice: dict[str, Any]) -> str:
+    """'Map #2 [...] takes 2100 of the pipeline's 2300 CPU-ms per batch, and its setting moves
+    the step (pipeline.workers.map_2=1: predicted 4086 ms against 2724 ms)'."""
+    return (f"{swing['label']} takes {swing['cpu_ms_per_batch']:.0f} of the pipeline's "
+            f"{swing['pipeline_cpu_ms']:.0f} CPU-ms per batch, and its setting moves the step "
+            f"({describe_changes(setting_changes(swing['slowest'], advice['now']), advice)}"
+            f": predicted {swing['slowest_ms']:.0f} ms against {swing['fastest_ms']:.0f} ms)")
 
 
 def culprit_kind(stage: dict[str, Any] | None) -> str | None:
@@ -237,7 +267,7 @@ def decide(summary: dict[str, Any], advice: dict[str, Any], band: str, compute_m
     best = min(advice["predictions"], key=lambda r: r["step_ms"])
     slowest = stages[now_row["slowest_stage"]]
     input_side = band != "not" or now_row["binding"] in ("pipeline", "gil")
-    culprit = slowest if input_side else None
+    culprit, swing = (slowest, None) if input_side else cpu_culprit(advice, now_row)
     kind = culprit_kind(culprit)
     changes = {k: v for k, v in advice["pick"].items() if now.get(k) != v}
     gain = now_row["step_ms"] / pick["step_ms"] - 1
@@ -273,11 +303,13 @@ def decide(summary: dict[str, Any], advice: dict[str, Any], band: str, compute_m
         bound = "cpu" if now_row["binding"] == "cpu" else "compute"
         sentence = (f"Keep the pipeline as it is: the step waits for data "
                     f"{100 * summary['gap_share']:.1f} % of the time and no setting is predicted to "
-                    f"be 5 % faster; what would help: " + "; ".join(remedies(None, advice, None, summary, best)))
+                    "be 5 % faster" + (f"; {_swing_words(swing, advice)}" if swing else "")
+                    + "; what would help: " + "; ".join(remedies(None, advice, None, summary, best)))
     answer = {**base, "bound": bound, "action": action, "changes": changes,
               "settings": advice["pick"], "predicted_step_ms": pick["step_ms"],
               "predicted_gain": gain, "culprit_key": culprit["key"] if culprit else None,
               "culprit_label": culprit["label"] if culprit else None, "culprit_kind": kind,
+              "culprit_swing": swing,
               "queue_rule_culprit": (queue_culprit or {}).get("label"),
               "workers": changes.get(culprit["key"]) if culprit and changes else None,
               "remedies": remedies(kind, advice, culprit, summary, best) if action != "set_workers" else [],
@@ -312,8 +344,7 @@ def _verified(answer: dict[str, Any], checked: dict[str, Any], advice: dict[str,
         "verified_now_ms": now["step_ms"], "verified_step_ms": chosen["step_ms"]}
     if checked["helps"]:
         settings = canonical(chosen["settings"])
-        changes = {k: v for k, v in settings.items() if canonical(advice["now"]).get(k) != v}
-        changes.update({k: False for k in canonical(advice["now"]) if k.endswith(MP) and k not in settings})
+        changes = setting_changes(settings, advice["now"])
         culprit_key = next((k for k in changes if not k.endswith(MP)),
                            next(iter(changes)).removesuffix(MP))
         stage = next((s for s in advice["stages"] if s["key"] == culprit_key), None)
@@ -367,6 +398,14 @@ def _verified(answer: dict[str, Any], checked: dict[str, Any], advice: dict[str,
             "settings": canonical(advice["now"]), "predicted_step_ms": now["predicted_ms"],
             "predicted_gain": 0.0, "measured_gain": 0.0, "workers": None, "remedies": fixes,
             "sentence": sentence + "."}
+
+
+def setting_changes(settings: dict[str, Any], now: dict[str, Any]) -> dict[str, Any]:
+    """What `settings` changes against `now`: changed keys, and processes switched off (False)."""
+    settings, now = canonical(settings), canonical(now)
+    changes = {k: v for k, v in settings.items() if now.get(k) != v}
+    changes.update({k: False for k in now if k.endswith(MP) and k not in settings})
+    return changes
 
 
 def _pct(predicted: float, measured: float) -> str:

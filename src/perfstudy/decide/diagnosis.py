@@ -119,7 +119,8 @@ def headline(decision: dict[str, Any], band: str, share: float, cores: int,
                 f"{steady_vs_cpu_floor:.2f}x the CPU floor); the step "
                 + ("waits for data only " if band == "not" else "still waits for data ")
                 + f"{share:.0f} % of the time ({band} input-bound by the TensorFlow bands)"
-                + ("" if band == "not" else ", but no worker setting removes that wait") + ".")
+                + ("" if band == "not" else ", but no worker setting removes that wait")
+                + (f"; {culprit} is the operator whose setting moves it" if culprit else "") + ".")
     return (f"Not input-bound: the step waits for data {share:.0f} % of the time; the network's "
             "compute sets the pace.")
 

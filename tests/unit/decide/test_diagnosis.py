@@ -114,6 +114,38 @@ def test_saturated_cpu_says_no_worker_setting_helps_and_what_would():
     assert "moderately input-bound" in result["headline"]
 
 
+def test_cpu_bound_names_the_operator_whose_setting_moves_the_step():
+    # mindcv's recipe with resnet50 (run 4): 2 decoding threads, the step waits 3.9 % of the time,
+    # CPU-bound; 1 thread measured 1.5x slower: the map sets the step though nothing waits
+    ops = ops_frame([("Batch", 0.0, 0), ("Map", 0.0, 90), ("ImageFolder", 0.96, 1)], workers=2,
+                    operations="RandomCropDecodeResize, Normalize")
+    s = summary(gap_share=0.039, steady=2640, cpu_floor=2600, binding="cpu", workers=2,
+                pipeline_wall=2200, compute=700)
+    result = diagnosis.diagnose(s, steps(2400), ops, {"host_busy_pct": 97.0})
+    rec = result["recommendation"]
+    assert result["bound"] == "cpu" and rec["action"] == "none"
+    assert result["culprit"]["label"] == "Map #1" and rec["culprit_kind"] == "decode"
+    swing = rec["culprit_swing"]
+    assert swing["slowest"] == {"pipeline.num_parallel_workers": 1} and swing["swing"] > 0.10
+    assert swing["slowest_ms"] > 1.4 * swing["fastest_ms"]
+    assert "its setting moves the step (pipeline.num_parallel_workers=1: predicted" in rec["sentence"]
+    assert result["headline"].endswith("Map #1 is the operator whose setting moves it.")
+    assert "decode less" in rec["sentence"]
+
+
+@pytest.mark.parametrize("map_cpu_pct", [10, 30])
+def test_cpu_bound_by_the_network_names_no_operator(map_cpu_pct):
+    # the network fills the CPUs; the map is light: no setting of it moves the step 10 %
+    ops = ops_frame([("Batch", 0.9, 0), ("Map", 0.9, map_cpu_pct), ("ImageFolder", 0.96, 1)], workers=2,
+                    operations="Rescale, HWC2CHW")
+    s = summary(gap_share=0.01, steady=2500, cpu_floor=2450, binding="cpu", workers=2,
+                pipeline_wall=300, compute=2300)
+    result = diagnosis.diagnose(s, steps(2450), ops, {"host_busy_pct": 97.0})
+    assert result["bound"] == "cpu" and result["advisor"]["now_binding"] == "cpu"
+    assert result["culprit"] is None and result["recommendation"]["culprit_swing"] is None
+    assert "moves" not in result["headline"]
+
+
 def test_a_busy_host_does_not_decide_when_a_setting_would_help():
     # The user's case: host 94 % busy, yet one worker of a waiting map binds the step.
     ops = ops_frame([("Batch", 0.0, 0), ("Map", 0.0, 0.4), ("Map", 1.0, 2), ("ImageFolder", 0.6, 0)],
