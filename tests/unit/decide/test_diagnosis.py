@@ -182,6 +182,20 @@ def test_a_window_faster_than_the_input_floor_gets_no_verdict():
     assert result["headline"].startswith("No verdict")
 
 
+def test_a_window_that_outlasts_any_buffer_is_steady_whatever_the_floor_reads():
+    # mindcv's map in 2 processes: 28 steps at 1371 ms against a pipeline-alone reading of 1831
+    # ms, with 0.1 batch buffered before the window: the reading is off, not the window
+    s = {**summary(gap_share=0.25, steady=1371, pipeline_wall=1831, compute=946, cpu_floor=1300),
+         "before_window_ms": 3839.0, "first_measured_step": 2, "steps_measured": 28}
+    check = diagnosis.decide(s, diagnosis.advise(s, None), "highly", 946.0)["validity"]
+    assert check["steady"] and check["floor_suspect"]
+    assert "the window is steady and the pipeline-alone reading is low" in check["sentence"]
+    # the same window of 5 steps could have been served from the buffer: no verdict
+    short = diagnosis.decide({**s, "steps_measured": 5, "before_window_ms": 30000.0},
+                             diagnosis.advise(s, None), "highly", 946.0)["validity"]
+    assert not short["steady"] and short["steps_needed"] > 2 + 5
+
+
 def test_without_a_verdict_nothing_names_a_second_setting():
     # the pipeline alone needs 3900 ms, the network 1300: the model would pick 2 workers, but the
     # window (2000 ms) was served from a buffer, so no verdict: the pick is a labelled what-if
