@@ -119,8 +119,12 @@ def _probed_stage(probe: dict[str, Any], summary: dict[str, Any]) -> dict[str, A
     fields = _probed_fields([p for p in probe["points"] if "wall_ms_per_batch" in p],
                             probe.get("gil"))
     name = str(probe.get("operation", key)).rpartition(":")[2]
+    # an addressed map reads 'map_2 [RandomCropDecodeResize, ..., HWC2CHW]': its operations
+    # (what decides a culprit's kind, e.g. decode) are in the brackets; a callable is its own
+    _, bracket, inside = name.partition(" [")
+    operations = inside.rstrip("]").split(", ") if bracket else [name]
     one = min(fields["points"], key=lambda p: (p["multiprocessing"], p["workers"]))
-    return {"key": key, "label": f"{name} ({key})", "op_id": None, "operations": [name],
+    return {"key": key, "label": f"{name} ({key})", "op_id": None, "operations": operations,
             "workers_now": int(settings.get(key) or probe.get("workers_now") or 1),
             "multiprocessing_now": bool(settings.get(key + MP, probe.get("multiprocessing_now"))),
             "cpu_ms_per_batch": one["cpu_ms_per_batch"], **fields}

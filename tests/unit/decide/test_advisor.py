@@ -244,6 +244,25 @@ def test_without_a_profile_a_probed_python_map_is_still_its_own_stage():
     assert advice["pick"][settings.PRIMARY_KEY] == 1  # the article's map is not the culprit
 
 
+def test_without_a_profile_an_addressed_maps_operations_come_from_its_probe():
+    # mindcv's image map, probed alone (profiler=off): decode inside a mixed map is a decode culprit
+    from perfstudy.decide import decision
+
+    summary = _summary(cores=2, pipe_wall=1300.0, pipe_cpu=2500.0, net_wall=500.0, net_cpu=1000.0,
+                       steady=1700.0)
+    summary["operator_settings"] = {"pipeline.workers.map_2": 2, "pipeline.workers.map_1": 2}
+    summary["calibration"]["operators"] = [{
+        "config_key": "pipeline.workers.map_2",
+        "operation": "map_2 [RandomCropDecodeResize, RandomHorizontalFlip, RandAugment, HWC2CHW]",
+        "workers_now": 2, "multiprocessing_now": False, "points": [
+            {"workers": 1, "multiprocessing": False, "wall_ms_per_batch": 2400.0, "cpu_ms_per_batch": 2400.0},
+            {"workers": 2, "multiprocessing": False, "wall_ms_per_batch": 1300.0, "cpu_ms_per_batch": 2500.0}]}]
+    stage = advisor.advise(summary, None)["stages"][0]
+    assert stage["label"].startswith("map_2 [RandomCropDecodeResize")
+    assert stage["operations"] == ["RandomCropDecodeResize", "RandomHorizontalFlip", "RandAugment", "HWC2CHW"]
+    assert decision.culprit_kind(stage) == "decode"
+
+
 def test_the_prepared_source_is_predicted_from_the_decode_cost_per_megapixel():
     from perfstudy.decide import decision
 
