@@ -90,6 +90,12 @@ REMEDY_WORDS = {"decode": "decode less (data.prepared=true)", "python": "vectori
 MAX_VERDICT_WORDS = 40
 
 
+def _models(arms: list[Arm]) -> str:
+    """The models the study trained, as the title names them ('ResNet50': the study's own)."""
+    names = sorted({(a.summary.get("factories") or {}).get("model_name") or "resnet50" for a in arms})
+    return " and ".join("ResNet50" if n == "resnet50" else n for n in names)
+
+
 def _short_label(label: str) -> str:
     """'Map #2 [RandomCropDecodeResize, RandomHorizontalFlip, ...]' -> 'Map #2 [RandomCropDecodeResize, …]'."""
     head, bracket, rest = label.partition(" [")
@@ -561,7 +567,7 @@ def build(study: str, runs: list[Arm], out_dir: str | Path,
     if history is not None and card["claims"]:
         card = claims.with_history(card, claims_spec, history, history["machine"])
     paths["scorecard"] = write_json(out / "scorecard.json", card)
-    doc = _Document(f"Study {study}: ResNet50 input-pipeline tuning")
+    doc = _Document(f"Study {study}: {_models(arms)} input-pipeline tuning")
     scored = bool(card["claims"])
     doc.lead(card["headline"] if scored else scenarios.summary_line(bench) if benchmark else None)
     if scored:

@@ -40,7 +40,22 @@ def make_report(runs, out):
 def test_results_of_the_arms_configs_make_a_report(tmp_path):
     result = make_report(runs_dir(tmp_path, {}), tmp_path / "report")
     assert result.returncode == 0, result.stderr[-2000:]
-    assert "Diagnosis, side by side" in (tmp_path / "report" / "report.md").read_text()
+    text = (tmp_path / "report" / "report.md").read_text()
+    assert "Diagnosis, side by side" in text
+    assert text.startswith("# Study seed_case: ResNet50 input-pipeline tuning")
+
+
+def test_the_title_names_the_models_the_study_trained():
+    from types import SimpleNamespace
+
+    from perfstudy.present.report import _models
+
+    mindcv = [SimpleNamespace(summary={"factories": {"model_name": n}})
+              for n in ("mindcv_resnet50", "mindcv_mobilenet_v3_small")]
+    assert _models(mindcv) == "mindcv_mobilenet_v3_small and mindcv_resnet50"
+    # the study's own model, and a summary from before the factories were recorded
+    assert _models([SimpleNamespace(summary={"factories": {"model_name": "resnet50"}}),
+                    SimpleNamespace(summary={})]) == "ResNet50"
 
 
 @pytest.mark.parametrize("arm", ["baseline", "tuned"])
