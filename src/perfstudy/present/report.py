@@ -84,7 +84,8 @@ def verdict(arm: Arm, baseline: Arm | None) -> str:
 
 
 # What to do when no worker setting helps, by the kind of the culprit (decision.culprit_kind);
-# the full remedy, with its numbers, is in the reasoning one click away.
+# the full remedy, with its numbers, is in the reasoning one click away. data.prepared serves
+# the case study's pipeline only; a user's is told to read a smaller copy (verdict_line).
 REMEDY_WORDS = {"decode": "decode less (data.prepared=true)", "python": "vectorise it or make it a C++ op",
                 "waits": "fetch asynchronously or cache", "computes": "cheaper transforms or more cores"}
 MAX_VERDICT_WORDS = 40
@@ -131,9 +132,11 @@ def verdict_line(arm: Arm, baseline: Arm | None) -> str:
     else:
         decode = kind == "decode" or any(str(r).startswith("decode less") for r in rec.get("remedies", []))
         measured_word = " (measured)" if rec.get("verified") else ""
+        decode_words = (REMEDY_WORDS["decode"] if pipeline_factory(s) == BUILTIN_PIPELINE
+                        else "decode less (a copy of the source re-encoded smaller)")
         todo = (f"no worker setting helps{measured_word}; " if action == "cannot_help"
                 else f"keep the settings{measured_word}; ") + (
-            REMEDY_WORDS["decode"] if decode else REMEDY_WORDS.get(kind, "more cores or an accelerator"))
+            decode_words if decode else REMEDY_WORDS.get(kind, "more cores or an accelerator"))
         parts.append(f"do: {todo}")
         if decode and prepared:
             parts.append(f"predicted {prepared['now']:.0f} ms prepared")

@@ -3,6 +3,7 @@
 import shutil
 import subprocess
 
+import pandas as pd
 import pytest
 import yaml
 from conftest import PYTHON, REPO
@@ -66,3 +67,20 @@ def test_results_of_another_config_are_refused(tmp_path, arm):
     assert message.startswith("error: ") and f"{arm}/summary.json was made with config" in message
     assert "--forcerun train" in message
     assert not (tmp_path / "report" / "report.html").exists()
+
+
+@pytest.mark.parametrize(("factory", "words"), [
+    ("perfstudy.run.pipeline.case_study", "decode less (data.prepared=true)"),
+    ("perfstudy.run.mindcv_recipe.imagenet_recipe", "decode less (a copy of the source re-encoded smaller)")])
+def test_the_verdict_line_says_how_to_decode_less_for_the_pipeline_it_is(factory, words):
+    # data.prepared writes a MindRecord only the case study's pipeline reads: a user's
+    # pipeline is told to read a smaller copy instead
+    from perfstudy.present.report import Arm, verdict_line
+
+    rec = {"action": "none", "culprit_label": "Map #2 [RandomCropDecodeResize, RandAugment]",
+           "culprit_kind": "decode", "verified": True, "remedies": [], "prepared_prediction": None}
+    arm = Arm("mindcv_resnet50", {"factories": {"pipeline": factory}, "steady_step_ms": 2013.0},
+              pd.DataFrame(), {"bound": "cpu", "recommendation": rec, "advisor": {}})
+    line = verdict_line(arm, None)
+    assert f"do: keep the settings (measured); {words}" in line
+    assert line.startswith("mindcv_resnet50: cpu-bound; culprit Map #2 [RandomCropDecodeResize, …]")
