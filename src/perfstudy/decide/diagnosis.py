@@ -120,7 +120,8 @@ def headline(decision: dict[str, Any], band: str, share: float, cores: int,
                 + ("waits for data only " if band == "not" else "still waits for data ")
                 + f"{share:.0f} % of the time ({band} input-bound by the TensorFlow bands)"
                 + ("" if band == "not" else ", but no worker setting removes that wait")
-                + (f"; {culprit} is the operator whose setting moves it" if culprit else "") + ".")
+                + (f"; {culprit} is the operator whose setting moves it" if decision.get("culprit_swing")
+                   else f"; {culprit} is the slowest operator" if culprit else "") + ".")
     return (f"Not input-bound: the step waits for data {share:.0f} % of the time; the network's "
             "compute sets the pace.")
 

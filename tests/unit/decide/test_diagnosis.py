@@ -112,6 +112,8 @@ def test_saturated_cpu_says_no_worker_setting_helps_and_what_would():
     assert rec["prepared_prediction"]["megapixels_prepared"] == pytest.approx(152 * 114 / 1e6)
     assert result["headline"].startswith("CPU-bound: pipeline and network together keep the 2 CPUs busy")
     assert "moderately input-bound" in result["headline"]
+    # input-bound by the bands: the culprit is the slowest operator, not one found by its swing
+    assert rec["culprit_swing"] is None and result["headline"].endswith("Map #1 is the slowest operator.")
 
 
 def test_cpu_bound_names_the_operator_whose_setting_moves_the_step():
