@@ -37,6 +37,10 @@ def test_the_holder_keeps_other_python_threads_off_while_it_holds():
     assert 0.0 < holder.free < 1.0
 
 
+# serial: the share is a difference of two timings (alone, beside the holder), so another test
+# training on the same 2 cores between them skews it (a loop read < 0.6 once under xdist);
+# in a training run the probe has the machine to itself (the train rule takes every core)
+@pytest.mark.serial
 @pytest.mark.parametrize("transform, args, needs_gil", [
     ("PythonLoop", "{iterations: 1000000}", True),  # pure Python, ~50 ms a row: all GIL
     ("Sleep", "{milliseconds: 50}", False)])  # waits with the GIL released
@@ -50,4 +54,4 @@ def test_the_probe_measures_which_transform_needs_the_gil(transform, args, needs
     share = gil["gil_ms_per_batch"] / gil["wall_ms_per_batch_alone"]
     assert 0.0 < gil["free"] < 1.0 and gil["wall_ms_per_batch_beside"] > 0
     # shares far apart by construction (a loop: ~1; a sleep: ~0), not a speed threshold
-    assert (share >= 0.6) if needs_gil else (share <= 0.4)
+    assert (share >= 0.6) if needs_gil else (share <= 0.4), gil
