@@ -19,6 +19,7 @@ import pandas as pd
 
 from perfstudy.decide.advisor import canonical
 from perfstudy.measure import msanalyzer
+from perfstudy.measure.minddata import op_label
 from perfstudy.run.settings import MP
 
 ANALYZER = msanalyzer.TOOL
@@ -31,9 +32,8 @@ def described_ops(described: list[dict[str, Any]]) -> pd.DataFrame:
     numbers them consumer first, as pipeline.describe lists them."""
     rows = []
     for op_id, node in enumerate(described):
-        label = f"{node.get('op_type', '?').removesuffix('Dataset')} #{op_id}"
-        if node.get("operations"):
-            label += f" [{', '.join(node['operations'])}]"
+        label = op_label(node.get("op_type", "?").removesuffix("Dataset"), op_id,
+                         node.get("operations") or [], node.get("address"))
         rows.append({"op_id": op_id, "label": label, "config_key": node.get("config_key"),
                      "num_workers": node.get("num_parallel_workers")})
     return pd.DataFrame(rows, columns=["op_id", "label", "config_key", "num_workers"])

@@ -108,6 +108,15 @@ def _short_type(op_type: str) -> str:
     return op_type
 
 
+def op_label(op_type: str, op_id: int, operations: list[str], address: str | None = None) -> str:
+    """'Map #2 [Decode, Resize] (map_1)': the profile's type and op id, a map's operations, and
+    the address its key names (pipeline.workers.<address>) when pipeline.json has it."""
+    label = f"{op_type} #{op_id}"
+    if operations:
+        label += f" [{', '.join(operations)}]"
+    return label + (f" ({address})" if address else "")
+
+
 def op_labels(profile: DatasetProfile) -> dict[int, dict[str, Any]]:
     """op_id -> how a user recognises the op: type, transforms of a map, workers, label."""
     described = profile.described if len(profile.described) == len(profile.ops) else []
@@ -117,9 +126,7 @@ def op_labels(profile: DatasetProfile) -> dict[int, dict[str, Any]]:
         desc = described[index] if described and _short_type(described[index]["op_type"]) == short \
             else {}
         operations = desc.get("operations", [])
-        label = f"{short} #{op['op_id']}"
-        if operations:
-            label += f" [{', '.join(operations)}]"
+        label = op_label(short, op["op_id"], operations, desc.get("address"))
         labels[op["op_id"]] = {"op_id": op["op_id"], "op_type": short, "operations": operations,
                                "num_workers": op.get("num_workers"), "label": label,
                                "children": op.get("children", []),

@@ -98,12 +98,14 @@ def _models(arms: list[Arm]) -> str:
 
 
 def _short_label(label: str) -> str:
-    """'Map #2 [RandomCropDecodeResize, RandomHorizontalFlip, ...]' -> 'Map #2 [RandomCropDecodeResize, …]'."""
+    """'Map #2 [RandomCropDecodeResize, RandomHorizontalFlip, ...] (map_1)' ->
+    'Map #2 [RandomCropDecodeResize, …] (map_1)'."""
     head, bracket, rest = label.partition(" [")
     if not bracket:
         return label
-    ops = rest.rstrip("]").split(", ")
-    return f"{head} [{ops[0]}{', …' if len(ops) > 1 else ''}]"
+    inside, _, tail = rest.partition("]")
+    ops = inside.split(", ")
+    return f"{head} [{ops[0]}{', …' if len(ops) > 1 else ''}]{tail}"
 
 
 def verdict_line(arm: Arm, baseline: Arm | None) -> str:

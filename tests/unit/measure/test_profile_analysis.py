@@ -40,6 +40,20 @@ def test_minddata_queues_show_the_baseline_signature(run):
 
 
 @pytest.mark.parametrize("run", ["baseline"], indirect=True)
+def test_an_operator_reads_as_the_profile_numbers_it_and_as_its_key_names_it(run):
+    # pipeline.json with addresses (written since the factories): the profile's Map #2 is the
+    # first map() of the code, map_1, which pipeline.workers.map_1 sizes
+    nodes = json.loads((run / "profile" / "pipeline.json").read_text())
+    addresses = {"Repeat": "repeat_1", "Batch": "batch_1", "Map": "map_1", "ImageFolder": "imagefolder_1"}
+    for node in nodes:
+        node["address"] = addresses.get(node["op_type"].removesuffix("Op").removesuffix("Dataset"))
+    (run / "profile" / "pipeline.json").write_text(json.dumps(nodes))
+    labels = minddata.op_table(minddata.load(run / "profile")).set_index("op_type")["label"]
+    assert labels["Map"].startswith("Map #2 [RandomCropDecodeResize, ") and labels["Map"].endswith("] (map_1)")
+    assert labels["Batch"] == "Batch #1 (batch_1)"
+
+
+@pytest.mark.parametrize("run", ["baseline"], indirect=True)
 def test_queue_series_is_tidy_and_on_the_host_clock(run):
     profile = minddata.load(run / "profile")
     queues = minddata.queue_series(profile)
