@@ -38,12 +38,12 @@ def train_once(arm: str, profiler: str, round_index: int, results: Path, data_ro
     if done.returncode != 0:
         raise SystemExit(f"training with profiler={profiler} failed:\n{done.stderr[-2000:]}")
     summary = json.loads((results / "runs" / "bench_profiler" / run_name / "summary.json").read_text())
-    return {"profiler": profiler, "round": round_index, "steady_step_ms": summary["steady_step_ms"],
-            "gap_share": summary["gap_share"], "fwd_bwd_ms_mean": summary["fwd_bwd_ms"]["mean"],
-            "train_wall_s": summary["train_wall_s"],
-            "analyse_s": (summary.get("profile") or {}).get("analyse_s", 0.0),
-            "profiled_step_ms": (summary.get("profiled_window") or {}).get("steady_step_ms"),
-            "profiled_gap_share": (summary.get("profiled_window") or {}).get("gap_share")}
+    return {"profiler": profiler, "round": round_index, "steady_step_ms": summary.steady_step_ms,
+            "gap_share": summary.gap_share, "fwd_bwd_ms_mean": summary.fwd_bwd_ms.mean,
+            "train_wall_s": summary.train_wall_s,
+            "analyse_s": (summary.profile or {}).get("analyse_s", 0.0),
+            "profiled_step_ms": (summary.profiled_window or {}).get("steady_step_ms"),
+            "profiled_gap_share": (summary.profiled_window or {}).get("gap_share")}
 
 
 def main() -> None:

@@ -52,14 +52,14 @@ def main() -> None:
         run_dir = Path(args.runs_dir) / name
         arm = report.load_arm(run_dir, name)
         summary = arm.summary
-        run = summary.get("run", summary.get("arm"))
-        if summary.get("study") != args.study or run != name:
-            raise UserError(f"{run_dir}/summary.json belongs to study {summary.get('study')!r} "
+        run = summary.run
+        if summary.study != args.study or run != name:
+            raise UserError(f"{run_dir}/summary.json belongs to study {summary.study!r} "
                             f"arm {run!r}, not {args.study!r}/{name!r}; delete "
                             "that folder and run snakemake again.")
         composed = config.config_hash(config.load_run_config(run_dir / "config.yaml"))
-        if summary.get("config_hash") != composed:
-            raise UserError(f"{run_dir}/summary.json was made with config {summary.get('config_hash')} "
+        if summary.config_hash != composed:
+            raise UserError(f"{run_dir}/summary.json was made with config {summary.config_hash} "
                             f"but {run_dir}/config.yaml is now config {composed}; retrain that arm "
                             "(snakemake --cores all --forcerun train) rather than mixing results of "
                             "two configs in one report.")

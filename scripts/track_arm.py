@@ -17,6 +17,7 @@ from perfstudy.common import config
 from perfstudy.common.io import read_json, read_table, write_json
 from perfstudy.orchestrate.cli import main_guard, setup_logging
 from perfstudy.present import tracking
+from perfstudy.run.summary import read_summary
 
 log = logging.getLogger("track_arm")
 
@@ -34,7 +35,7 @@ def main() -> None:
     run_dir = Path(args.run_dir)
     cfg = config.load_run_config(run_dir / "config.yaml")
     ids = read_json(args.study_ids)
-    summary = read_json(run_dir / "summary.json")
+    summary = read_summary(run_dir)
     steps = pd.read_csv(run_dir / "steps.csv")
     files = [run_dir / name for name in ("config.yaml", "steps.csv", "summary.json", "environment.json",
                                          "diagnosis.json",

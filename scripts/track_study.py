@@ -16,6 +16,7 @@ from perfstudy.common.io import read_json, write_json
 from perfstudy.decide.diagnosis import verdict_label
 from perfstudy.orchestrate.cli import main_guard, setup_logging
 from perfstudy.present import history, tracking
+from perfstudy.run.summary import read_summary
 
 
 def main() -> None:
@@ -82,7 +83,7 @@ def main() -> None:
     card = read_json(report_dir / "scorecard.json")  # the claims, scored: the run's description
     tags.update(tracking.scorecard_tags(card))
     if args.run_files:  # the machine kind the runs ran on: the history's points are compared within it
-        env = read_json(Path(args.run_files[0]).parent / "summary.json").get("environment") or {}
+        env = read_summary(Path(args.run_files[0]).parent).environment
         tags[f"{history.TAG}machine"] = history.machine_kind(env)
     if card["claims"]:
         metrics.update({"claims/held": card["held"], "claims/scored": card["scored"],

@@ -43,6 +43,7 @@ from typing import Any
 import pandas as pd
 
 from perfstudy.run.settings import BUILTIN_PIPELINE, MP, PRIMARY_KEY, pipeline_factory
+from perfstudy.run.summary import RunSummary
 
 WITHIN_BEST = 0.05
 COMPUTES = 0.5  # a worker busier than half a core computes; below, it mostly waits
@@ -61,11 +62,11 @@ def _num(value: Any, default: float = 0.0) -> float:
     return default if value is None or (isinstance(value, float) and math.isnan(value)) else float(value)
 
 
-def _profiled_stages(summary: dict[str, Any], ops: pd.DataFrame) -> tuple[list[dict], float]:
+def _profiled_stages(summary: RunSummary, ops: pd.DataFrame) -> tuple[list[dict], float]:
     """Stages of the sized operators from the profile, and the CPU of all other operators."""
-    window = summary.get("profiled_window") or {}
-    step_ms = window.get("steady_step_ms") or summary["steady_step_ms"]
-    probed = {p["config_key"]: p for p in summary.get("calibration", {}).get("operators") or []}
+    window = summary.profiled_window
+    step_ms = (window.steady_step_ms if window else None) or summary.steady_step_ms
+    probed = {p["config_key"]: p for p in summary.calibration.operators}
     cpu_ms = {int(r["op_id"]): _num(r["cpu_pct"]) / 100 * step_ms for _, r in ops.iterrows()}
     keyed = ops[ops["config_key"].notna()] if "config_key" in ops else ops.iloc[0:0]
     if keyed.empty:  # a profile without config keys: the costliest map is the article's
@@ -112,9 +113,9 @@ def held_up(input_usage: float, output_usage: float) -> bool:
     return input_usage >= WELL_FILLED and output_usage <= NEAR_EMPTY
 
 
-def _probed_stage(probe: dict[str, Any], summary: dict[str, Any]) -> dict[str, Any]:
+def _probed_stage(probe: dict[str, Any], summary: RunSummary) -> dict[str, Any]:
     """A Python operator's stage from its probe alone (a run without a dataset profile)."""
-    settings = summary.get("operator_settings") or {}
+    settings = summary.operator_settings or {}
     key = probe["config_key"]
     fields = _probed_fields([p for p in probe["points"] if "wall_ms_per_batch" in p],
                             probe.get("gil"))
@@ -164,34 +165,34 @@ def _with_second_sample(point: dict[str, Any], wall_ms: float) -> dict[str, Any]
             "cpu_ms_per_batch": point["cpu_ms_per_batch"] * scale, "samples": 2}
 
 
-def _calibration_stages(summary: dict[str, Any]) -> list[dict[str, Any]]:
+def _calibration_stages(summary: RunSummary) -> list[dict[str, Any]]:
     """No profile: each probed Python operator from its probe, the rest of the pipeline as one
     stage sized by the article's map, from the pipeline-alone calibration."""
-    cal = summary["calibration"]
-    workers = summary["num_parallel_workers"]["effective"]
-    cores = summary["num_parallel_workers"]["cpu_count"]
-    probed = [_probed_stage(p, summary) for p in cal.get("operators") or []
+    cal = summary.calibration
+    workers = summary.num_parallel_workers.effective
+    cores = summary.num_parallel_workers.cpu_count
+    probed = [_probed_stage(p, summary) for p in cal.operators
               if any("wall_ms_per_batch" in q for q in p.get("points", []))]
     probed_cpu = sum(stage_ms(s, s["workers_now"], s["multiprocessing_now"], cores)[1] for s in probed)
-    rest_cpu = max(cal["pipeline_cpu_ms"] - probed_cpu, 0.0)
-    busy = min(1.0, max(rest_cpu, 1e-3) / max(cal["pipeline_wall_ms"] * min(workers, cores), 1e-9))
+    rest_cpu = max(cal.pipeline_cpu_ms - probed_cpu, 0.0)
+    busy = min(1.0, max(rest_cpu, 1e-3) / max(cal.pipeline_wall_ms * min(workers, cores), 1e-9))
     label = "the rest of the pipeline" if probed else "the pipeline"
     key = _rest_key(summary, {s["key"] for s in probed})
     if key != PRIMARY_KEY:
-        workers = int((summary.get("operator_settings") or {}).get(key) or 1)
+        workers = int((summary.operator_settings or {}).get(key) or 1)
     rest = {"key": key, "label": label, "op_id": None, "operations": [],
             "workers_now": workers, "multiprocessing_now": False, "cpu_ms_per_batch": rest_cpu,
             "busy_per_worker": busy, "kind": "computes" if busy >= COMPUTES or probed else "waits"}
     return [*probed, rest]
 
 
-def _rest_key(summary: dict[str, Any], probed: set[str]) -> str:
+def _rest_key(summary: RunSummary, probed: set[str]) -> str:
     """The key that sizes "the rest of the pipeline" without a profile: the article's map on
     the case study's pipeline; on any other, its first sized operator not probed alone (by
     address, as pipeline.json lists them)."""
     if pipeline_factory(summary) == BUILTIN_PIPELINE:
         return PRIMARY_KEY
-    keys = [k for k in summary.get("operator_settings") or {} if not k.endswith(MP) and k not in probed]
+    keys = [k for k in summary.operator_settings or {} if not k.endswith(MP) and k not in probed]
     return keys[0] if keys else PRIMARY_KEY
 
 
@@ -209,19 +210,19 @@ def stage_ms(stage: dict[str, Any], workers: int, processes: bool, cores: int) -
     return cpu / stage["busy_per_worker"] / workers, cpu
 
 
-def rates(summary: dict[str, Any], ops: pd.DataFrame | None) -> dict[str, Any]:
+def rates(summary: RunSummary, ops: pd.DataFrame | None) -> dict[str, Any]:
     """Everything the model needs, from the run itself."""
-    cal = summary["calibration"]
-    cores = summary["num_parallel_workers"]["cpu_count"]
+    cal = summary.calibration
+    cores = summary.num_parallel_workers.cpu_count
     stages, other = ([], 0.0) if ops is None or ops.empty else _profiled_stages(summary, ops)
     source = "profile" if stages else "calibration (pipeline alone; no profile)"
     if not stages:
         stages = _calibration_stages(summary)
     model = {"source": source, "cores": cores, "stages": stages,
              "other_ops_cpu_ms_per_batch": other,
-             "network_wall_ms": cal["compute_wall_ms"], "network_cpu_ms": cal["compute_cpu_ms"],
-             "network_cores": cal["compute_cpu_ms"] / max(cal["compute_wall_ms"], 1e-9)}
-    _anchor(model, cal.get("pipeline_wall_ms"))
+             "network_wall_ms": cal.compute_wall_ms, "network_cpu_ms": cal.compute_cpu_ms,
+             "network_cores": cal.compute_cpu_ms / max(cal.compute_wall_ms, 1e-9)}
+    _anchor(model, cal.pipeline_wall_ms)
     return model
 
 
@@ -361,7 +362,7 @@ def describe_settings(settings: dict[str, Any], model: dict[str, Any]) -> str:
     return ", ".join(words)
 
 
-def advise(summary: dict[str, Any], ops: pd.DataFrame | None) -> dict[str, Any]:
+def advise(summary: RunSummary, ops: pd.DataFrame | None) -> dict[str, Any]:
     """diagnosis.json's `advisor`: the model, its prediction for every setting, the pick."""
     model = rates(summary, ops)
     now = current_settings(model)
@@ -369,7 +370,7 @@ def advise(summary: dict[str, Any], ops: pd.DataFrame | None) -> dict[str, Any]:
     # (what it leaves out, e.g. the cores' oversubscription, scales with the step).
     raw_row = predict(model, now)
     raw = raw_row["model_step_ms"]
-    level = summary["steady_step_ms"] / raw if raw > 0 else 1.0
+    level = summary.steady_step_ms / raw if raw > 0 else 1.0
     if raw_row["binding"] == "pipeline" and _probed(model, raw_row["slowest_stage"]):
         # the step is set by an operator measured alone at this very setting: sharing the cores
         # with the network cannot make it faster, so a step below that is noise, not the model's
@@ -395,7 +396,7 @@ def advise(summary: dict[str, Any], ops: pd.DataFrame | None) -> dict[str, Any]:
             "predicted_now_ms": now_row["step_ms"], "pick_binding": pick["binding"],
             "now_binding": now_row["binding"], "now_slowest_stage": now_row["slowest_stage"],
             "gain": now_row["step_ms"] / pick["step_ms"] - 1,
-            "now_error": (now_row["step_ms"] - summary["steady_step_ms"]) / summary["steady_step_ms"],
+            "now_error": (now_row["step_ms"] - summary.steady_step_ms) / summary.steady_step_ms,
             "sentence": advisor_sentence(model, now_row, pick, best, summary)}
 
 
@@ -404,7 +405,7 @@ def _probed(model: dict[str, Any], label: str) -> bool:
 
 
 def advisor_sentence(model: dict[str, Any], now: dict[str, Any], pick: dict[str, Any],
-                     best: dict[str, Any], summary: dict[str, Any]) -> str:
+                     best: dict[str, Any], summary: RunSummary) -> str:
     """The prediction in words, with the numbers it rests on."""
     pace = {"pipeline": f"{pick['slowest_stage']} sets the pace ({pick['slowest_stage_ms']:.0f} ms "
                         "per batch)",
@@ -420,7 +421,7 @@ def advisor_sentence(model: dict[str, Any], now: dict[str, Any], pick: dict[str,
     if abs(model.get("level", 1.0) - 1) > 0.05:  # say what the levelling did to the numbers
         basis += f" (model levelled x{model['level']:.2f} on the measured step)"
     head = (f"Predicted from this run{basis}: now {now['step_ms']:.0f} ms per step (measured "
-            f"{summary['steady_step_ms']:.0f} ms)")
+            f"{summary.steady_step_ms:.0f} ms)")
     if pick is now or pick["settings"] == now["settings"]:
         return (f"{head}; no setting of {len(model['stages'])} sized operator(s) up to "
                 f"{model['cores']} workers is predicted to be 5 % faster (best {best['step_ms']:.0f} "

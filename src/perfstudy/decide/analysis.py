@@ -23,6 +23,7 @@ import pandas as pd
 from perfstudy.common.io import read_json, write_csv, write_json
 from perfstudy.decide import diagnosis, peers, verification
 from perfstudy.measure import minddata, msanalyzer, timeline
+from perfstudy.run.summary import read_summary
 
 log = logging.getLogger(__name__)
 
@@ -45,12 +46,12 @@ def diagnose_run(run_dir: str | Path) -> dict[str, Any]:
     """Diagnose one run folder in memory: {"diagnosis", and the tables analyze_run writes}."""
     run = Path(run_dir)
     steps = pd.read_csv(run / "steps.csv")
-    summary = read_json(run / "summary.json")
+    summary = read_summary(run)
     profile_dir = run / "profile"
     window = profiled_window(steps)
     ops = queues = iterator_frame = None
     host, waits = {}, {}
-    meta = summary.get("profile") or {}
+    meta = summary.profile
     if meta.get("dataset"):
         profile = minddata.load(profile_dir)
         ops = minddata.op_table(profile, window)
@@ -90,7 +91,7 @@ def peer_readings(run: Path, found: dict[str, Any]) -> dict[str, Any]:
     """The tools users have, on this run (perfstudy.decide.peers): MindSpore's analyzer on its
     profile, AutoTune's setting where this arm is AutoTune's, and ours beside them."""
     out = {"ours": peers.ours(found["diagnosis"]["recommendation"])}
-    if (found["summary"].get("profile") or {}).get("dataset"):
+    if found["summary"].profile.get("dataset"):
         out["msanalyzer"] = peers.analyzer(msanalyzer.read(run / "profile"), found["ops"])
         log.info("%s: %s (%s)", msanalyzer.TOOL, out["msanalyzer"].get("operator") or "-",
                  out["msanalyzer"].get("advice"))
@@ -115,7 +116,7 @@ def analyze_run(run_dir: str | Path) -> dict[str, Any]:
                                 timeline.chrome_trace(steps, found["kernels"], queues, found["iterator"]))
     result["peers"] = peer_readings(run, found)
     write_json(run / "diagnosis.json", result)
-    log.info("%s: %s %s", found["summary"]["arm"], result["headline"], result["recommendation"]["sentence"])
+    log.info("%s: %s %s", found["summary"].arm, result["headline"], result["recommendation"]["sentence"])
     if found["cross"]:
         log.info("%s", found["cross"]["sentence"])
     return result

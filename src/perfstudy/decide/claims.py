@@ -56,10 +56,10 @@ def _arm(arms: dict, name: str | None, role: str = "arm"):
 def _gap_share(claim, arms, _prepared):
     arm = _arm(arms, claim["arm"])
     s = arm.summary
-    detail = f"gap {s['gap_ms']['mean']:.0f} ms of a {s['steady_step_ms']:.0f} ms step"
+    detail = f"gap {s.gap_ms.mean:.0f} ms of a {s.steady_step_ms:.0f} ms step"
     if arm.diagnosis:  # why it waits (or not): the arm's own verdict
         detail += f"; diagnosed {_floor_name(verdict_label(arm.diagnosis['bound']))}"
-    return s["gap_share"], detail
+    return s.gap_share, detail
 
 
 def _culprit_key(claim, arms, _prepared):
@@ -92,14 +92,14 @@ def _culprit_against_analyzer(claim, arms, _prepared):
 
 def _speedup(claim, arms, _prepared):
     arm, against = _arm(arms, claim["arm"]), _arm(arms, claim.get("against"), "compared arm")
-    return against.summary["steady_step_ms"] / arm.summary["steady_step_ms"], (
-        f"{arm.summary['steady_step_ms']:.0f} vs {against.summary['steady_step_ms']:.0f} ms per step")
+    return against.summary.steady_step_ms / arm.summary.steady_step_ms, (
+        f"{arm.summary.steady_step_ms:.0f} vs {against.summary.steady_step_ms:.0f} ms per step")
 
 
 def allowed_speedup(arm, against) -> float:
     """What this hardware allows: the compared arm's steady step over the arm's own floor (the
     slowest of network alone, pipeline alone and all CPU work over the cores, each measured)."""
-    return against.summary["steady_step_ms"] / arm.summary["floor_ms"]
+    return against.summary.steady_step_ms / arm.summary.floor_ms
 
 
 def _speedup_of_allowed(claim, arms, prepared):
@@ -107,8 +107,8 @@ def _speedup_of_allowed(claim, arms, prepared):
     speedup = _speedup(claim, arms, prepared)[0]
     allowed = allowed_speedup(arm, against)
     return speedup / allowed, (f"{speedup:.2f}x of the {allowed:.2f}x its "
-                               f"{_floor_name(arm.summary['binding_floor'])} "
-                               f"floor allows ({arm.summary['floor_ms']:.0f} ms)")
+                               f"{_floor_name(arm.summary.binding_floor)} "
+                               f"floor allows ({arm.summary.floor_ms:.0f} ms)")
 
 
 def _prediction_error(claim, arms, _prepared):
@@ -119,7 +119,7 @@ def _prediction_error(claim, arms, _prepared):
     if not advice:
         raise Unmeasured("no arm's diagnosis has an advisor model to predict from")
     predicted = predict(advice, pick.settings(arm))["step_ms"]
-    measured = arm.summary["steady_step_ms"]
+    measured = arm.summary.steady_step_ms
     return abs(predicted - measured) / measured, (
         f"predicted from {source.name} {predicted:.0f} ms, measured {measured:.0f} ms "
         f"({100 * (predicted - measured) / measured:+.1f} %)")
@@ -254,8 +254,8 @@ def repeat_sets(runs: list) -> list[list]:
     sets: dict[int, list] = {}
     for run in runs:
         named = copy.copy(run)
-        named.name = run.summary.get("arm", run.name)
-        sets.setdefault(int(run.summary.get("repeat", 1) or 1), []).append(named)
+        named.name = run.summary.arm
+        sets.setdefault(int(run.summary.repeat or 1), []).append(named)
     return [sets[r] for r in sorted(sets)]
 
 
@@ -353,9 +353,9 @@ def headline(results: list[dict[str, Any]], arms: list) -> str:
     repeats = max((r.get("repeats") or 0 for r in results), default=0)
     if repeats > 1:
         text += f" over {repeats} repeats"
-    env = (arms[0].summary.get("environment") or {}) if arms else {}
+    env = (arms[0].summary.environment or {}) if arms else {}
     if env:
-        text += f" ({env.get('usable_cpus') or env.get('cpu_count')} CPUs, {arms[0].summary.get('size')} size)"
+        text += f" ({env.get('usable_cpus') or env.get('cpu_count')} CPUs, {arms[0].summary.size} size)"
     missed = [f"{r['id']} ({r['measured_text']}, {r['check']})" for r in scored if not r["passed"]]
     if missed:
         text += f"; {'these do' if len(missed) > 1 else 'this does'} not: {', '.join(missed)}"
@@ -373,7 +373,7 @@ def headline(results: list[dict[str, Any]], arms: list) -> str:
                  + (f" (published {speed['published']:.2f}x)"
                     if isinstance(speed["published"], (int, float)) else "")
                  + f"; this hardware allows {allowed_speedup(arm, against):.2f}x (the "
-                 f"{arm.name} arm's {_floor_name(arm.summary['binding_floor'])} floor)")
+                 f"{arm.name} arm's {_floor_name(arm.summary.binding_floor)} floor)")
     return text + "."
 
 

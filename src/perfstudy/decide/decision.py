@@ -28,36 +28,34 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from perfstudy.data.prepare import Settings, bounded_megapixels
 from perfstudy.decide.advisor import COMPUTES, canonical, describe_settings, predict, stage_ms, step_swing
 from perfstudy.decide.verification import reference, verdict
 from perfstudy.run.settings import ADDRESSED, BUILTIN_PIPELINE, MP, pipeline_factory
+from perfstudy.run.summary import RunSummary
 
 MOVES_STEP = 0.10  # an operator whose setting moves the step this much sets it (one run's noise)
 NOT_STEADY = 0.92  # steady step / floor below this: the window was not steady
 DECODE_OPS = ("Decode", "RandomCropDecodeResize", "DecodeVideo")
 
 
-def buffered_at_window(summary: dict[str, Any], floor_ms: float) -> tuple[float, str]:
+def buffered_at_window(summary: RunSummary, floor_ms: float) -> tuple[float, str]:
     """Batches buffered when the measured window began, and how that was estimated.
 
     The slowest stage completes a batch every `floor_ms` (the pipeline alone) from the
     pipeline's launch; the steps before the window took `before_window_ms` and consumed one
     batch each, so the rest waited in the queues. It is an upper bound (the queues may have
     filled first; the training slows the stage a little): the advice it gives errs on more
-    steps. Measured here: the queues' declared capacity is no bound at all (prefetch_size=1
-    still held ~8 batches of the smoke scenario), so it is used only by summaries without the
-    window's start (recorded since 2026-12)."""
-    before, first = summary.get("before_window_ms"), summary.get("first_measured_step")
-    if before is not None and first is not None and floor_ms > 0:
-        return max(0.0, before / floor_ms - first), (
-            f"{before:.0f} ms of {first} steps before the window at {floor_ms:.0f} ms per batch, "
-            f"less the {first} batches they consumed")
-    capacity = summary.get("queue_capacity_batches", summary.get("buffered_batches"))
-    return float(capacity or 0), "the queues' capacity"
+    steps. The queues' declared capacity is no bound at all (MindSpore's workers hold more
+    than their queues; docs/remedy-and-advisor.md), so it is not used."""
+    before, first = summary.before_window_ms, summary.first_measured_step
+    if floor_ms <= 0:
+        return 0.0, "no pipeline-alone reading"
+    return max(0.0, before / floor_ms - first), (
+        f"{before:.0f} ms of {first} steps before the window at {floor_ms:.0f} ms per batch, "
+        f"less the {first} batches they consumed")
 
 
-def validity(summary: dict[str, Any], compute_ms: float) -> dict[str, Any]:
+def validity(summary: RunSummary, compute_ms: float) -> dict[str, Any]:
     """Is the measured window a steady state? If not, how many steps would be.
 
     Judged against the input floor (the pipeline alone, timed over several batches). The
@@ -71,32 +69,32 @@ def validity(summary: dict[str, Any], compute_ms: float) -> dict[str, Any]:
     (measured: mindcv's recipe with its map in 2 processes, 0.1 batch buffered, 28 steps at
     0.75x a 6-batch pipeline-alone reading of 1831 ms; the map's probe read 1436 ms there).
     """
-    floors = {"input": summary.get("input_floor_ms")}
+    floors = {"input": summary.input_floor_ms}
     floors = {k: v for k, v in floors.items() if v}
     if not floors:
         return {"steady": True}
     which = max(floors, key=floors.get)
-    ratio = summary["steady_step_ms"] / floors[which]
+    ratio = summary.steady_step_ms / floors[which]
     if ratio >= NOT_STEADY:
         return {"steady": True, "steady_vs_floor": ratio, "floor": which}
     buffered, basis = buffered_at_window(summary, floors[which])
     deficit = floors[which] - compute_ms  # what each step takes out of the buffer, in ms
     drain = math.ceil(buffered * floors[which] / deficit) if deficit > 0 and buffered else None
-    first = summary.get("first_measured_step", 1 + summary.get("warmup_steps", 1))
+    first = summary.first_measured_step
     steps = None if drain is None else max(2 * (first + drain), first + drain + 10)
-    if steps is not None and steps <= first + summary["steps_measured"]:
+    if steps is not None and steps <= first + summary.steps_measured:
         # the run already had the steps a steady window needs: no buffer can have served the
         # window, so the pipeline-alone reading (a few batches) is the one off, not the window
         return {"steady": True, "steady_vs_floor": ratio, "floor": which, "floor_suspect": True,
-                "sentence": (f"The measured step ({summary['steady_step_ms']:.0f} ms) is {ratio:.2f}x "
+                "sentence": (f"The measured step ({summary.steady_step_ms:.0f} ms) is {ratio:.2f}x "
                              f"the pipeline alone ({floors[which]:.0f} ms), but at most {buffered:.1f} "
                              f"batches were buffered before the window ({basis}), which ~{drain} steps "
-                             f"drain, and the run measured {summary['steps_measured']} steps after "
+                             f"drain, and the run measured {summary.steps_measured} steps after "
                              f"{first}: the window is steady and the pipeline-alone reading is low")}
-    sentence = (f"Not a steady state: the measured step ({summary['steady_step_ms']:.0f} ms) is "
+    sentence = (f"Not a steady state: the measured step ({summary.steady_step_ms:.0f} ms) is "
                 f"{ratio:.2f}x the {which} floor ({floors[which]:.0f} ms, the "
                 + ("pipeline" if which == "input" else "network") + " alone), so the "
-                f"{summary['steps_measured']} measured steps were served from batches buffered "
+                f"{summary.steps_measured} measured steps were served from batches buffered "
                 "before them")
     if steps is not None:
         sentence += (f"; about {buffered:.1f} batches were buffered ({basis}) and each step drains "
@@ -145,17 +143,13 @@ def culprit_kind(stage: dict[str, Any] | None) -> str | None:
     return "python" if stage["kind"] == "probed" else "computes"
 
 
-def prepared_prediction(advice: dict[str, Any], summary: dict[str, Any]) -> dict[str, Any] | None:
+def prepared_prediction(advice: dict[str, Any], summary: RunSummary) -> dict[str, Any] | None:
     """The step this arm's pipeline is predicted to take on its source prepared at the bounded
     resolution (perfstudy.data.prepare), at every setting the model tried: the decoding stage's
     measured cost scaled by megapixels (decode cost is per pixel), the rest as measured.
     None when nothing decodes or the source is already within the bound."""
-    data = summary.get("dataset") or {}
-    now_mp, target_mp = data.get("mean_megapixels"), data.get("bounded_megapixels")
-    if now_mp and target_mp is None:  # a summary from before sizes were sampled: assume 4:3
-        width, height = math.sqrt(now_mp * 1e6 * 4 / 3), math.sqrt(now_mp * 1e6 * 3 / 4)
-        target_mp = bounded_megapixels([(round(width), round(height))],
-                                       Settings(int(summary.get("image_size") or 224), None, 90))
+    data = summary.dataset
+    now_mp, target_mp = data.mean_megapixels, data.bounded_megapixels
     decoding = [s for s in advice["stages"]
                 if s.get("kind") != "probed" and any(op in DECODE_OPS for op in s["operations"])]
     if not decoding or not now_mp or not target_mp or target_mp >= now_mp:
@@ -172,7 +166,7 @@ def prepared_prediction(advice: dict[str, Any], summary: dict[str, Any]) -> dict
         return row["step_ms"] if row["binding"] == own else row["model_step_ms"]
 
     rows = [predict(scaled, r["settings"]) for r in advice["predictions"]]
-    return {"megapixels_now": now_mp, "megapixels_prepared": target_mp, "rule": data.get("bound_rule"),
+    return {"megapixels_now": now_mp, "megapixels_prepared": target_mp, "rule": data.bound_rule,
             "decoding_stage": decoding[0]["label"], "binding_now": own,
             "now": step(predict(scaled, advice["now"])),
             "predictions": [{"settings": r["settings"], "step_ms": step(r), "binding": r["binding"],
@@ -187,12 +181,12 @@ def prepared_step_at(prediction: dict[str, Any] | None, settings: dict[str, Any]
     return None
 
 
-def _decode_remedy(advice: dict[str, Any], summary: dict[str, Any], best: dict[str, Any]) -> str:
-    data = summary.get("dataset") or {}
-    count = data.get("num_images") or 0
-    size = (f"the source JPEGs average {data['total_bytes'] / count / 1e3:,.0f} KB"
-            if count and data.get("total_bytes") else "")
-    mp = data.get("mean_megapixels")
+def _decode_remedy(advice: dict[str, Any], summary: RunSummary, best: dict[str, Any]) -> str:
+    data = summary.dataset
+    count = data.num_images or 0
+    size = (f"the source JPEGs average {data.total_bytes / count / 1e3:,.0f} KB"
+            if count and data.total_bytes else "")
+    mp = data.mean_megapixels
     text = f"decode less: {size}" + (f" and {mp:.2f} megapixels per image" if mp else "")
     prepared = prepared_prediction(advice, summary)
     if prepared:
@@ -205,7 +199,7 @@ def _decode_remedy(advice: dict[str, Any], summary: dict[str, Any], best: dict[s
     return text
 
 
-def _prepare_how(summary: dict[str, Any]) -> str:
+def _prepare_how(summary: RunSummary) -> str:
     """How to get the prepared source: data.prepared for the case study's pipeline (it reads
     the MindRecord); a user's own pipeline reads folders, so it is given a folder copy."""
     factory = pipeline_factory(summary)
@@ -217,7 +211,7 @@ def _prepare_how(summary: dict[str, Any]) -> str:
 
 
 def remedies(kind: str | None, advice: dict[str, Any], stage: dict[str, Any] | None,
-             summary: dict[str, Any], best: dict[str, Any]) -> list[str]:
+             summary: RunSummary, best: dict[str, Any]) -> list[str]:
     """What would help, by the kind of the culprit; only numbers that bear on it."""
     cores = advice["cores"]
     if kind == "decode":
@@ -260,11 +254,11 @@ def remedies(kind: str | None, advice: dict[str, Any], stage: dict[str, Any] | N
             "per step alone) sets the pace; a smaller input or model, an accelerator, or more cores"]
 
 
-def decide(summary: dict[str, Any], advice: dict[str, Any], band: str, compute_ms: float,
+def decide(summary: RunSummary, advice: dict[str, Any], band: str, compute_ms: float,
            queue_culprit: dict[str, Any] | None = None) -> dict[str, Any]:
     """The arm's answer: verdict (bound), action, setting, predicted step, culprit, remedies."""
     check = validity(summary, compute_ms)
-    measured = summary["steady_step_ms"]
+    measured = summary.steady_step_ms
     base = {"validity": check, "measured_step_ms": measured,
             "predicted_now_ms": advice["predicted_now_ms"], "source": advice["source"]}
     if not check["steady"]:
@@ -314,7 +308,7 @@ def decide(summary: dict[str, Any], advice: dict[str, Any], band: str, compute_m
         action = "none"
         bound = "cpu" if now_row["binding"] == "cpu" else "compute"
         sentence = (f"Keep the pipeline as it is: the step waits for data "
-                    f"{100 * summary['gap_share']:.1f} % of the time and no setting is predicted to "
+                    f"{100 * summary.gap_share:.1f} % of the time and no setting is predicted to "
                     "be 5 % faster" + (f"; {_swing_words(swing, advice)}" if swing else "")
                     + "; what would help: " + "; ".join(remedies(None, advice, None, summary, best)))
     answer = {**base, "bound": bound, "action": action, "changes": changes,
@@ -329,10 +323,10 @@ def decide(summary: dict[str, Any], advice: dict[str, Any], band: str, compute_m
               "sentence": sentence + ".", "verified": False,
               "model_answer": {"action": action, "settings": advice["pick"],
                                "predicted_step_ms": pick["step_ms"]}}
-    checked = verdict(summary.get("verification"), reference(summary))
+    checked = verdict(summary.verification, reference(summary))
     if checked is None:
-        if summary.get("verification"):
-            answer["sentence"] += (" Not verified: " + (summary["verification"].get("skipped")
+        if summary.verification:
+            answer["sentence"] += (" Not verified: " + (summary.verification.get("skipped")
                                    or "no verification window was steady") + ".")
         return answer
     return _verified(answer, checked, advice, summary, input_side,
@@ -340,7 +334,7 @@ def decide(summary: dict[str, Any], advice: dict[str, Any], band: str, compute_m
 
 
 def _verified(answer: dict[str, Any], checked: dict[str, Any], advice: dict[str, Any],
-              summary: dict[str, Any], input_side: bool, fixes: list[str]) -> dict[str, Any]:
+              summary: RunSummary, input_side: bool, fixes: list[str]) -> dict[str, Any]:
     """The answer the verification windows give (perfstudy.decide.verification): the best
     measured setting, with its predicted and measured step; or no setting helps (measured)."""
     now, chosen = checked["now"], checked["chosen"]

@@ -19,6 +19,7 @@ import pandas as pd
 
 from perfstudy.decide.advisor import WELL_FILLED, advise, canonical, held_up
 from perfstudy.decide.decision import decide
+from perfstudy.run.summary import RunSummary
 
 HIGHLY_INPUT_BOUND = 0.20
 MODERATELY_INPUT_BOUND = 0.05
@@ -75,7 +76,7 @@ def find_culprit(ops: pd.DataFrame) -> dict[str, Any] | None:
     }
 
 
-def _cpu_state(summary: dict[str, Any], host: dict[str, Any], ops: pd.DataFrame | None,
+def _cpu_state(summary: RunSummary, host: dict[str, Any], ops: pd.DataFrame | None,
                advice: dict[str, Any]) -> dict[str, Any]:
     """The CPUs as measured (host busy %, per operator) and as the model sees them. Only the
     model's verdict (`saturated`: the CPU floor binds at the current setting) is used to
@@ -84,13 +85,13 @@ def _cpu_state(summary: dict[str, Any], host: dict[str, Any], ops: pd.DataFrame 
     if ops is not None and not ops.empty:
         per_op = {r["label"]: round(float(r["cpu_pct"]), 1) for _, r in ops.iterrows()
                   if not pd.isna(r["cpu_pct"]) and r["cpu_pct"] > 0}
-    return {"cores": summary["num_parallel_workers"]["cpu_count"],
+    return {"cores": summary.num_parallel_workers.cpu_count,
             "host_busy_pct": host.get("host_busy_pct"), "process_pct": host.get("process_pct"),
-            "per_op_pct": per_op, "cpu_floor_ms": summary["cpu_floor_ms"],
-            "steady_vs_cpu_floor": summary["steady_step_ms"] / summary["cpu_floor_ms"],
+            "per_op_pct": per_op, "cpu_floor_ms": summary.cpu_floor_ms,
+            "steady_vs_cpu_floor": summary.steady_step_ms / summary.cpu_floor_ms,
             "saturated": advice["now_binding"] == "cpu",
-            "near_cpu_floor": summary["binding_floor"] == "cpu"
-            and summary["steady_vs_floor"] <= NEAR_CPU_FLOOR}
+            "near_cpu_floor": summary.binding_floor == "cpu"
+            and summary.steady_vs_floor <= NEAR_CPU_FLOOR}
 
 
 def headline(decision: dict[str, Any], band: str, share: float, cores: int,
@@ -126,12 +127,12 @@ def headline(decision: dict[str, Any], band: str, share: float, cores: int,
             "compute sets the pace.")
 
 
-def diagnose(summary: dict[str, Any], steps: pd.DataFrame, ops: pd.DataFrame | None = None,
+def diagnose(summary: RunSummary, steps: pd.DataFrame, ops: pd.DataFrame | None = None,
              host: dict[str, Any] | None = None, iterator: dict[str, Any] | None = None,
              cross: dict[str, Any] | None = None) -> dict[str, Any]:
     """diagnosis.json's content for one arm: the evidence, and decision.decide's answer."""
     host = host or {}
-    band = input_bound_band(summary["gap_share"])
+    band = input_bound_band(summary.gap_share)
     measured = steps[steps["phase"] == "measured"]
     compute_ms = float((measured["fwd_bwd_ms"] + measured["tail_ms"]).median())
     queue_culprit = find_culprit(ops) if band != "not" else None
@@ -140,12 +141,12 @@ def diagnose(summary: dict[str, Any], steps: pd.DataFrame, ops: pd.DataFrame | N
     advice = label_advice(advice, answer)
     cpu = _cpu_state(summary, host, ops, advice)
     return {
-        "arm": summary["arm"], "study": summary["study"], "bound": answer["bound"],
-        "headline": headline(answer, band, 100 * summary["gap_share"], cpu["cores"],
+        "arm": summary.arm, "study": summary.study, "bound": answer["bound"],
+        "headline": headline(answer, band, 100 * summary.gap_share, cpu["cores"],
                              cpu["steady_vs_cpu_floor"]),
-        "input_bound": {"band": band, "gap_share": summary["gap_share"],
-                        "gap_ms_mean": summary["gap_ms"]["mean"],
-                        "steady_step_ms": summary["steady_step_ms"],
+        "input_bound": {"band": band, "gap_share": summary.gap_share,
+                        "gap_ms_mean": summary.gap_ms.mean,
+                        "steady_step_ms": summary.steady_step_ms,
                         "thresholds": {"highly": HIGHLY_INPUT_BOUND, "moderately": MODERATELY_INPUT_BOUND}},
         "culprit": _culprit_evidence(answer, ops, queue_culprit), "queue_rule": queue_culprit,
         "cpu": cpu, "recommendation": answer, "compute_ms": compute_ms,
@@ -202,17 +203,17 @@ def _culprit_evidence(answer: dict[str, Any], ops: pd.DataFrame | None,
     return out
 
 
-def profiler_effect(summary: dict[str, Any]) -> dict[str, Any] | None:
+def profiler_effect(summary: RunSummary) -> dict[str, Any] | None:
     """The profiled steps against the measured ones of the same run (placement after)."""
-    window = summary.get("profiled_window")
+    window = summary.profiled_window
     if not window:
         return None
-    ratio = window["steady_step_ms"] / summary["steady_step_ms"]
+    ratio = window["steady_step_ms"] / summary.steady_step_ms
     return {"steps": window["steps"], "profiled_step_ms": window["steady_step_ms"],
-            "measured_step_ms": summary["steady_step_ms"], "step_ratio": ratio,
-            "profiled_gap_share": window["gap_share"], "measured_gap_share": summary["gap_share"],
+            "measured_step_ms": summary.steady_step_ms, "step_ratio": ratio,
+            "profiled_gap_share": window["gap_share"], "measured_gap_share": summary.gap_share,
             "sentence": (f"The {window['steps']} profiled steps took {window['steady_step_ms']:.0f} ms each "
-                         f"against {summary['steady_step_ms']:.0f} ms unprofiled ({ratio:.2f}x), gap share "
-                         f"{100 * window['gap_share']:.1f} % against {100 * summary['gap_share']:.1f} %; "
+                         f"against {summary.steady_step_ms:.0f} ms unprofiled ({ratio:.2f}x), gap share "
+                         f"{100 * window['gap_share']:.1f} % against {100 * summary.gap_share:.1f} %; "
                          "the verdict's numbers come from the unprofiled steps, the queues and kernels "
                          "from the profiled ones.")}

@@ -21,6 +21,7 @@ from perfstudy.decide.advisor import canonical
 from perfstudy.measure import msanalyzer
 from perfstudy.measure.minddata import op_label
 from perfstudy.run.settings import MP
+from perfstudy.run.summary import RunSummary
 
 ANALYZER = msanalyzer.TOOL
 OURS = "perfstudy"
@@ -122,11 +123,11 @@ def _id_shift(tuned_ops: list[dict[str, Any]], ops: pd.DataFrame | None) -> int:
     return 0
 
 
-def autotune(summary: dict[str, Any], ops: pd.DataFrame | None, baseline: dict[str, Any] | None = None
+def autotune(summary: RunSummary, ops: pd.DataFrame | None, baseline: dict[str, Any] | None = None
              ) -> dict[str, Any] | None:
     """What an AutoTune arm settled on (its operators' workers, by op id, named by the run's
     operator table) and the step it measured; None for an arm that is not AutoTune's."""
-    tuned = summary.get("autotune")
+    tuned = summary.autotune
     if not tuned:
         return None
     settings, named, changed = {}, [], []
@@ -144,6 +145,6 @@ def autotune(summary: dict[str, Any], ops: pd.DataFrame | None, baseline: dict[s
     base_ms = (baseline or {}).get("steady_step_ms")
     return {"tool": AUTOTUNE, "operators": named, "settings": settings or None,
             "operator": ", ".join(changed) or "none changed", "knob": "workers" if changed else None,
-            "step_ms": summary.get("steady_step_ms"),
-            "speedup": base_ms / summary["steady_step_ms"] if base_ms and summary.get("steady_step_ms") else None,
+            "step_ms": summary.steady_step_ms,
+            "speedup": base_ms / summary.steady_step_ms if base_ms and summary.steady_step_ms else None,
             "advice": "; ".join(named) if named else tuned.get("remark", "saved no configuration")}

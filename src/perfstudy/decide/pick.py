@@ -15,7 +15,7 @@ def source_arm(arms: list) -> Any | None:
     """The arm whose advisor speaks for the study: the baseline, else the first advised one.
     None in a diagnosis benchmark: its arms run different pipelines, each scored against its
     own sweep (perfstudy.decide.scenarios), so no one arm predicts them all."""
-    if any(a.summary.get("scenario") for a in arms):
+    if any(a.summary.scenario for a in arms):
         return None
     advised = [a for a in arms if (a.diagnosis or {}).get("advisor")]
     return next((a for a in advised if a.name == "baseline"), advised[0] if advised else None)
@@ -25,18 +25,18 @@ def fixed_arms(arms: list, source=None) -> list:
     """Arms that ran one worker count throughout (not AutoTune, which changes it as it goes)
     on the source arm's data (a prepared arm reads other data: its own prediction is in
     perfstudy.decide.remedy)."""
-    data = source.summary.get("dataset_sha256") if source is not None else None
-    return [a for a in arms if not a.summary.get("autotune")
-            and (data is None or a.summary.get("dataset_sha256") == data)]
+    data = source.summary.dataset_sha256 if source is not None else None
+    return [a for a in arms if not a.summary.autotune
+            and (data is None or a.summary.dataset_sha256 == data)]
 
 
 def arm_workers(arm) -> int:
-    return int(arm.summary["num_parallel_workers"]["effective"])
+    return int(arm.summary.num_parallel_workers.effective)
 
 
 def settings(arm) -> dict[str, Any]:
     """The arm's sized operators as the advisor names them (older runs: the article's map)."""
-    return arm.summary.get("operator_settings") or {PRIMARY_KEY: arm_workers(arm)}
+    return arm.summary.operator_settings or {PRIMARY_KEY: arm_workers(arm)}
 
 
 def pick_check(arms: list) -> dict[str, Any] | None:
@@ -48,9 +48,9 @@ def pick_check(arms: list) -> dict[str, Any] | None:
         return None
     answer = source.diagnosis.get("recommendation") or {}
     fixed = fixed_arms(arms, source)
-    best = min(fixed, key=lambda a: a.summary["steady_step_ms"])
+    best = min(fixed, key=lambda a: a.summary.steady_step_ms)
     result = {"source": source.name, "best_arm": best.name, "best_workers": arm_workers(best),
-              "best_step_ms": best.summary["steady_step_ms"]}
+              "best_step_ms": best.summary.steady_step_ms}
     if answer.get("action") == "not_steady":
         return {**result, "no_verdict": answer.get("sentence", "the window was not steady"),
                 "recommended_workers": None}
@@ -59,7 +59,7 @@ def pick_check(arms: list) -> dict[str, Any] | None:
     result["recommended_workers"] = count
     picked = [a for a in fixed if arm_workers(a) == count]
     if picked:
-        step = min(a.summary["steady_step_ms"] for a in picked)
-        result.update(picked_step_ms=step, picked_vs_best=step / best.summary["steady_step_ms"] - 1,
-                      within_target=step <= best.summary["steady_step_ms"] * (1 + TARGET))
+        step = min(a.summary.steady_step_ms for a in picked)
+        result.update(picked_step_ms=step, picked_vs_best=step / best.summary.steady_step_ms - 1,
+                      within_target=step <= best.summary.steady_step_ms * (1 + TARGET))
     return result

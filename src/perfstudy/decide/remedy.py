@@ -27,13 +27,13 @@ SAME = ("what does not: the images, their labels and their order under the same 
 
 
 def _prepared(arm) -> dict[str, Any] | None:
-    return (arm.summary.get("dataset") or {}).get("prepared")
+    return arm.summary.dataset.prepared
 
 
 def _settings(arm) -> dict[str, Any]:
-    settings = dict(arm.summary.get("operator_settings") or {})
+    settings = dict(arm.summary.operator_settings or {})
     settings.setdefault("pipeline.num_parallel_workers",
-                        arm.summary["num_parallel_workers"]["effective"])
+                        arm.summary.num_parallel_workers.effective)
     return settings
 
 
@@ -45,7 +45,7 @@ def pair(arm, arms: list) -> Any | None:
     source_sha = (info.get("source_manifest") or {}).get("dataset_sha256")
     for other in arms:
         if (other is not arm and not _prepared(other)
-                and other.summary.get("dataset_sha256") == source_sha
+                and other.summary.dataset_sha256 == source_sha
                 and _settings(other) == _settings(arm)):
             return other
     return None
@@ -62,8 +62,8 @@ def evidence(arms: list) -> pd.DataFrame:
         s = arm.summary
         cost = info["preparation"]
         row = {"arm": arm.name, "source_arm": source.name if source else None,
-               "steady_step_ms": s["steady_step_ms"], "images_per_s": s["images_per_s"],
-               "gap_share": s["gap_share"],
+               "steady_step_ms": s.steady_step_ms, "images_per_s": s.images_per_s,
+               "gap_share": s.gap_share,
                "preparation_wall_s": cost["wall_s"], "preparation_cpu_s": cost["cpu_s"],
                "bytes_before": info["before"]["bytes"], "bytes_after": info["after"]["record_bytes"],
                "megapixels_before": info["before"]["mean_megapixels"],
@@ -71,16 +71,16 @@ def evidence(arms: list) -> pd.DataFrame:
                "psnr_min_db": info["psnr_db"]["min"], "steps_trained": len(arm.steps)}
         if source is not None:
             base = source.summary
-            saving_ms = base["steady_step_ms"] - s["steady_step_ms"]
+            saving_ms = base.steady_step_ms - s.steady_step_ms
             predicted = prepared_step_at((source.diagnosis or {}).get("recommendation", {})
                                          .get("prepared_prediction"), _settings(arm))
-            per_epoch = max(1, s["dataset"]["num_images"] // s["batch_size"])
+            per_epoch = max(1, s.dataset.num_images // s.batch_size)
             payback = cost["wall_s"] * 1e3 / saving_ms if saving_ms > 0 else math.inf
-            row.update(source_step_ms=base["steady_step_ms"],
-                       source_images_per_s=base["images_per_s"],
-                       speedup=s["images_per_s"] / base["images_per_s"],
+            row.update(source_step_ms=base.steady_step_ms,
+                       source_images_per_s=base.images_per_s,
+                       speedup=s.images_per_s / base.images_per_s,
                        predicted_step_ms=predicted,
-                       prediction_error=(predicted / s["steady_step_ms"] - 1) if predicted else None,
+                       prediction_error=(predicted / s.steady_step_ms - 1) if predicted else None,
                        payback_steps=payback, payback_epochs=payback / per_epoch)
         rows.append(row)
     return pd.DataFrame(rows)

@@ -34,7 +34,7 @@ ANALYZER_WITHIN = "its advice within 10 %"
 
 
 def _setting(arm, key: str) -> tuple[int, bool]:
-    settings = arm.summary.get("operator_settings") or {}
+    settings = arm.summary.operator_settings or {}
     return int(settings.get(key, 1)), bool(settings.get(key + MP, False))
 
 
@@ -46,7 +46,7 @@ def _medians(runs: list) -> dict[str, float]:
     """Each arm's median steady step over its repeats (one run: its own)."""
     steps: dict[str, list[float]] = {}
     for run in runs:
-        steps.setdefault(run.summary.get("arm", run.name), []).append(run.summary["steady_step_ms"])
+        steps.setdefault(run.summary.arm, []).append(run.summary.steady_step_ms)
     return {arm: float(pd.Series(values).median()) for arm, values in steps.items()}
 
 
@@ -55,20 +55,20 @@ def score(runs: list) -> tuple[pd.DataFrame, pd.DataFrame]:
     Each diagnosed run is an arm's first repeat; each swept setting's step is the median of its
     arm's repeats (`--config repeats=3` makes the sweep trustworthy on a noisy host)."""
     medians = _medians(runs)
-    arms = [r for r in runs if r.summary.get("repeat", 1) == 1]
+    arms = [r for r in runs if r.summary.repeat == 1]
     rows, points = [], []
-    for diagnosed in [a for a in arms if (a.summary.get("scenario") or {}).get("role") == "diagnosed"]:
-        spec = diagnosed.summary["scenario"]
+    for diagnosed in [a for a in arms if (a.summary.scenario or {}).get("role") == "diagnosed"]:
+        spec = diagnosed.summary.scenario
         key = spec["key"]
         sweep = {_setting(a, key): a for a in arms
-                 if (a.summary.get("scenario") or {}).get("role") == "truth"
-                 and a.summary["scenario"]["name"] == spec["truth"]}
+                 if (a.summary.scenario or {}).get("role") == "truth"
+                 and a.summary.scenario["name"] == spec["truth"]}
         answer = (diagnosed.diagnosis or {}).get("recommendation") or {}
         advice = (diagnosed.diagnosis or {}).get("advisor")
         if not sweep or not answer or advice is None:
             continue
-        measured = {s: medians[a.summary.get("arm", a.name)] for s, a in sweep.items()}
-        repeats = min(sum(1 for r in runs if r.summary.get("arm", r.name) == a.summary.get("arm", a.name))
+        measured = {s: medians[a.summary.arm] for s, a in sweep.items()}
+        repeats = min(sum(1 for r in runs if r.summary.arm == a.summary.arm)
                       for a in sweep.values())
         best_setting = min(measured, key=measured.get)
         best = measured[best_setting]
@@ -85,7 +85,7 @@ def score(runs: list) -> tuple[pd.DataFrame, pd.DataFrame]:
         own_ms = measured.get(own)
         errors = []
         for setting, arm in sorted(sweep.items()):
-            predicted = predict(advice, arm.summary.get("operator_settings") or {})["step_ms"]
+            predicted = predict(advice, arm.summary.operator_settings or {})["step_ms"]
             error = (predicted - measured[setting]) / measured[setting]
             errors.append(abs(error))
             points.append({"scenario": spec["name"], "setting": f"{key}={_label(setting)}",
@@ -117,8 +117,8 @@ def score(runs: list) -> tuple[pd.DataFrame, pd.DataFrame]:
             "predictions within 15 %": "yes" if max(errors) <= PREDICTION_TARGET else "NO",
             **peer_columns(((diagnosed.diagnosis or {}).get("peers") or {}).get("msanalyzer"),
                            key, moves, measured, best),
-            **autotune_columns(next((a for a in arms if (a.summary.get("scenario") or {}).get("role") == "peer"
-                                     and a.summary["scenario"]["name"] == spec["name"]), None),
+            **autotune_columns(next((a for a in arms if (a.summary.scenario or {}).get("role") == "peer"
+                                     and a.summary.scenario["name"] == spec["name"]), None),
                                medians, best),
         })
     return pd.DataFrame(rows), pd.DataFrame(points)
@@ -158,7 +158,7 @@ def autotune_columns(arm, medians: dict[str, float], best: float) -> dict[str, s
     if arm is None:
         return {}
     reading = ((arm.diagnosis or {}).get("peers") or {}).get("autotune") or {}
-    step = medians.get(arm.summary.get("arm", arm.name))
+    step = medians.get(arm.summary.arm)
     return {"AutoTune settled on": reading.get("advice") or "no setting saved",
             "AutoTune step (ms)": "" if step is None else round(step),
             "AutoTune within 10 %": "" if step is None else within_best(step, best)}

@@ -32,6 +32,7 @@ from typing import Any
 
 from perfstudy.decide.advisor import canonical, describe_settings, predict
 from perfstudy.run.settings import MP
+from perfstudy.run.summary import RunSummary
 
 MIN_GAIN = 0.10  # a measured gain below this is not recommended (the benchmark's "matters")
 
@@ -103,14 +104,14 @@ def _cost(settings: dict[str, Any], now: dict[str, Any]) -> tuple:
     return (changes, workers, processes)
 
 
-def reference(summary: dict[str, Any]) -> dict[str, Any] | None:
+def reference(summary: RunSummary) -> dict[str, Any] | None:
     """The run's own measured window as a window: its mean step and standard error (from the
     p10..p90 spread of its steps: 2.56 standard deviations of a normal spread)."""
-    spread, n = summary.get("step_ms") or {}, summary.get("steps_measured") or 0
-    if not summary.get("steady_step_ms") or n < 2 or "p90" not in spread:
+    spread, n = summary.step_ms or {}, summary.steps_measured or 0
+    if not summary.steady_step_ms or n < 2 or "p90" not in spread:
         return None
     sd = (spread["p90"] - spread["p10"]) / 2.56
-    return {"step_ms": summary["steady_step_ms"], "rse": sd / math.sqrt(n) / summary["steady_step_ms"]}
+    return {"step_ms": summary.steady_step_ms, "rse": sd / math.sqrt(n) / summary.steady_step_ms}
 
 
 def verdict(verification: dict[str, Any] | None,

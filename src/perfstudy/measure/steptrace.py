@@ -158,17 +158,18 @@ def cpu_bound(pipeline_cpu_ms: float, compute_cpu_ms: float, cpu_count: int) -> 
     return (pipeline_cpu_ms + compute_cpu_ms) / cpu_count
 
 
-def step_floor(calibration: dict[str, float], cpu_count: int) -> dict[str, float]:
+def step_floor(*, compute_wall_ms: float, compute_cpu_ms: float, pipeline_wall_ms: float,
+               pipeline_cpu_ms: float, cpu_count: int) -> dict[str, Any]:
     """The three floors a step cannot beat, and which one binds.
 
     compute: the network alone (no pipeline running); input: the pipeline alone at this
-    arm's worker count; cpu: both sharing the cores.
+    arm's worker count; cpu: both sharing the cores. Returns compute_floor_ms,
+    input_floor_ms, cpu_floor_ms, floor_ms (the highest) and binding_floor (its name).
     """
     floors = {
-        "compute_floor_ms": calibration["compute_wall_ms"],
-        "input_floor_ms": calibration["pipeline_wall_ms"],
-        "cpu_floor_ms": cpu_bound(calibration["pipeline_cpu_ms"], calibration["compute_cpu_ms"],
-                                  cpu_count),
+        "compute_floor_ms": compute_wall_ms,
+        "input_floor_ms": pipeline_wall_ms,
+        "cpu_floor_ms": cpu_bound(pipeline_cpu_ms, compute_cpu_ms, cpu_count),
     }
     binding = max(floors, key=floors.get)
     return {**floors, "floor_ms": floors[binding], "binding_floor": binding.replace("_floor_ms", "")}

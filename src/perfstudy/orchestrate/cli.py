@@ -10,10 +10,11 @@ from typing import Any
 
 from perfstudy.common.config import ConfigError
 from perfstudy.common.io import OutputError
+from perfstudy.common.records import RecordError
 from perfstudy.data.dataset import DatasetError
 
 USER_ERRORS: tuple[type[BaseException], ...] = (ConfigError, DatasetError, FloatingPointError,
-                                                 OutputError)
+                                                 OutputError, RecordError)
 
 
 class UserError(Exception):

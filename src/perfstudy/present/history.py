@@ -47,8 +47,8 @@ def context(study: str, claims_file: str | Path | None, config_hashes: dict[str,
 def context_of_runs(study: str, claims_file: str | Path | None, runs: list) -> dict[str, str]:
     """The context of a study's runs (config hashes per arm from their summaries; a study's
     repeats share their arm's hash, so a repeats study and a single run share history)."""
-    hashes = {r.summary.get("arm", r.name): str(r.summary.get("config_hash")) for r in runs}
-    return context(study, claims_file, hashes, machine_kind(runs[0].summary.get("environment") or {}))
+    hashes = {r.summary.arm: str(r.summary.config_hash) for r in runs}
+    return context(study, claims_file, hashes, machine_kind(runs[0].summary.environment or {}))
 
 
 def result_metrics(card: dict[str, Any]) -> dict[str, float]:

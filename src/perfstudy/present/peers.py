@@ -29,8 +29,8 @@ def table(arms: list) -> pd.DataFrame:
         tuned = readings.get("autotune")
         if tuned is not None:
             speed = ""
-            if baseline is not None and tuned.get("step_ms") and baseline.summary.get("steady_step_ms"):
-                speed = f" ({baseline.summary['steady_step_ms'] / tuned['step_ms']:.2f}x the baseline)"
+            if baseline is not None and tuned.get("step_ms") and baseline.summary.steady_step_ms:
+                speed = f" ({baseline.summary.steady_step_ms / tuned['step_ms']:.2f}x the baseline)"
             row["AutoTune: settled on, measured"] = (
                 f"{tuned['advice']}; {tuned['step_ms']:.0f} ms{speed}" if tuned.get("step_ms") else tuned["advice"])
         rows.append(row)
@@ -49,7 +49,7 @@ def against_sweep(arms: list) -> pd.DataFrame:
     if source is None:
         return pd.DataFrame()
     fixed = pick.fixed_arms(arms, source)
-    steps = {pick.arm_workers(a): a.summary["steady_step_ms"] for a in fixed}
+    steps = {pick.arm_workers(a): a.summary.steady_step_ms for a in fixed}
     if len(steps) < 2:
         return pd.DataFrame()
     best = min(steps.values())

@@ -41,21 +41,21 @@ def by_arm(runs: list) -> dict[str, list]:
     """Runs grouped by their arm, in the order the arms first appear."""
     groups: dict[str, list] = {}
     for run in runs:
-        groups.setdefault(run.summary["arm"], []).append(run)
+        groups.setdefault(run.summary.arm, []).append(run)
     return groups
 
 
 def table(runs: list, baseline: str = "baseline") -> pd.DataFrame:
     """repeats.csv: one row per arm."""
     groups = by_arm(runs)
-    steady = {arm: [r.summary["steady_step_ms"] for r in group] for arm, group in groups.items()}
+    steady = {arm: [r.summary.steady_step_ms for r in group] for arm, group in groups.items()}
     base = steady.get(baseline) or next(iter(steady.values()))
     rows = []
     for arm, values in steady.items():
         low, high = speedup_interval(base, values)
-        shares = [r.summary["gap_share"] for r in groups[arm]]
+        shares = [r.summary.gap_share for r in groups[arm]]
         rows.append({
-            "arm": arm, "repeats": len(values), "seeds": " ".join(str(r.summary.get("seed", "")) for r in groups[arm]),
+            "arm": arm, "repeats": len(values), "seeds": " ".join(str(r.summary.seed) for r in groups[arm]),
             "steady_step_ms_median": float(np.median(values)),
             "steady_step_ms_olympic_mean": olympic_mean(values),
             "steady_step_ms_min": float(min(values)), "steady_step_ms_max": float(max(values)),
@@ -110,7 +110,7 @@ def answers(runs: list, margin: float = 0.10) -> list[dict]:
         if len(diagnosed) < 2:
             continue
         given = [_answer(r.diagnosis) for r in diagnosed]
-        steps = [r.summary["steady_step_ms"] for r in group]
+        steps = [r.summary.steady_step_ms for r in group]
         spread = (max(steps) - min(steps)) / float(np.median(steps))
         gains = [r.diagnosis["recommendation"].get("measured_gain") for r in diagnosed
                  if r.diagnosis["recommendation"].get("changes")]

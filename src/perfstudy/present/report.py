@@ -21,6 +21,7 @@ from perfstudy.decide.diagnosis import input_bound_band, verdict_label  # noqa: 
 from perfstudy.present import peers, repeats, scaling, verified  # noqa: E402
 from perfstudy.present.figstyle import legend_below  # noqa: E402
 from perfstudy.run.settings import ADDRESSED, BUILTIN_PIPELINE, MP, pipeline_factory  # noqa: E402
+from perfstudy.run.summary import RunSummary, read_summary
 
 # The case study's table (CASE_STUDY.md): ResNet50, batch 32, accelerator, MindInsight.
 PUBLISHED = {
@@ -34,7 +35,7 @@ class Arm:
     """One arm's results as the report needs them."""
 
     name: str
-    summary: dict[str, Any]
+    summary: RunSummary
     steps: pd.DataFrame
     diagnosis: dict[str, Any] | None = None
     ops: pd.DataFrame | None = None
@@ -45,24 +46,24 @@ def load_arm(run_dir: str | Path, name: str) -> Arm:
     """An arm's results from its run folder (analysis outputs when present)."""
     run = Path(run_dir)
     diagnosis = read_json(run / "diagnosis.json") if (run / "diagnosis.json").is_file() else None
-    return Arm(name, read_json(run / "summary.json"), pd.read_csv(run / "steps.csv"), diagnosis,
+    return Arm(name, read_summary(run), pd.read_csv(run / "steps.csv"), diagnosis,
                read_table(run / "pipeline_ops.csv"), read_table(run / "queues.csv"))
 
 
-def _workers_text(summary: dict[str, Any]) -> str:
+def _workers_text(summary: RunSummary) -> str:
     factory = pipeline_factory(summary)
     if factory != BUILTIN_PIPELINE:  # a user's pipeline: its operators by address
-        settings = summary.get("operator_settings") or {}
+        settings = summary.operator_settings or {}
         sized = [f"{key.removeprefix(ADDRESSED)} {value} worker{'s' if value != 1 else ''}"
                  + (" in processes" if settings.get(key + MP) else "")
                  for key, value in settings.items() if not key.endswith(MP)]
         return f"{factory.rpartition('.')[2]}: {', '.join(sized) or 'as built'}"
-    workers = summary["num_parallel_workers"]
-    if workers["requested"] is None:
-        return f"map() without num_parallel_workers ({workers['effective']} worker by default)"
-    text = f"num_parallel_workers={workers['requested']}"
-    if workers["clamped"]:
-        text += f" (clamped to {workers['effective']}: {workers['cpu_count']} CPUs)"
+    workers = summary.num_parallel_workers
+    if workers.requested is None:
+        return f"map() without num_parallel_workers ({workers.effective} worker by default)"
+    text = f"num_parallel_workers={workers.requested}"
+    if workers.clamped:
+        text += f" (clamped to {workers.effective}: {workers.cpu_count} CPUs)"
     return text
 
 
@@ -70,17 +71,17 @@ def verdict(arm: Arm, baseline: Arm | None) -> str:
     """One sentence per arm: how input-bound, how fast, and the diagnosis's answer (the one
     decision.decide gave; without a diagnosis, only the measured floor, no advice)."""
     s = arm.summary
-    band = input_bound_band(s["gap_share"])
+    band = input_bound_band(s.gap_share)
     head = (f"{arm.name} ({_workers_text(s)}): "
             + ("not input-bound" if band == "not" else f"{band} input-bound")
-            + f", the step waits for data {100 * s['gap_share']:.0f} % of the time "
-            f"(gap {s['gap_ms']['mean']:.0f} ms of a {s['steady_step_ms']:.0f} ms steady step)")
+            + f", the step waits for data {100 * s.gap_share:.0f} % of the time "
+            f"(gap {s.gap_ms['mean']:.0f} ms of a {s.steady_step_ms:.0f} ms steady step)")
     if baseline is not None and arm is not baseline:
-        head += f", {baseline.summary['steady_step_ms'] / s['steady_step_ms']:.2f}x the baseline's speed"
+        head += f", {baseline.summary.steady_step_ms / s.steady_step_ms:.2f}x the baseline's speed"
     if arm.diagnosis:
         return f"{head}. {arm.diagnosis['headline']} {arm.diagnosis['recommendation']['sentence']}"
-    return (f"{head}; its binding floor is {s['binding_floor']} ({s['floor_ms']:.0f} ms, reached at "
-            f"{s['steady_vs_floor']:.2f}x); run the analyze rule for a diagnosis.")
+    return (f"{head}; its binding floor is {s.binding_floor} ({s.floor_ms:.0f} ms, reached at "
+            f"{s.steady_vs_floor:.2f}x); run the analyze rule for a diagnosis.")
 
 
 # What to do when no worker setting helps, by the kind of the culprit (decision.culprit_kind);
@@ -93,7 +94,7 @@ MAX_VERDICT_WORDS = 40
 
 def _models(arms: list[Arm]) -> str:
     """The models the study trained, as the title names them ('ResNet50': the study's own)."""
-    names = sorted({(a.summary.get("factories") or {}).get("model_name") or "resnet50" for a in arms})
+    names = sorted({a.summary.factories.model_name or "resnet50" for a in arms})
     return " and ".join("ResNet50" if n == "resnet50" else n for n in names)
 
 
@@ -142,9 +143,9 @@ def verdict_line(arm: Arm, baseline: Arm | None) -> str:
         parts.append(f"do: {todo}")
         if decode and prepared:
             parts.append(f"predicted {prepared['now']:.0f} ms prepared")
-    measured = f"measured {s['steady_step_ms']:.0f} ms"
+    measured = f"measured {s.steady_step_ms:.0f} ms"
     if baseline is not None and arm is not baseline:
-        measured += f", {baseline.summary['steady_step_ms'] / s['steady_step_ms']:.2f}x the baseline"
+        measured += f", {baseline.summary.steady_step_ms / s.steady_step_ms:.2f}x the baseline"
     return f"{arm.name}: " + "; ".join([*parts, measured]) + "."
 
 
@@ -162,19 +163,19 @@ def comparison_table(arms: list[Arm]) -> pd.DataFrame:
         s = arm.summary
         rows.append({
             "source": "measured", "arm": arm.name,
-            "workers_requested": s["num_parallel_workers"]["requested"],
-            "workers_effective": s["num_parallel_workers"]["effective"],
-            "steady_step_ms": s["steady_step_ms"], "gap_ms": s["gap_ms"]["mean"],
-            "gap_share": s["gap_share"],
-            "speedup": baseline.summary["steady_step_ms"] / s["steady_step_ms"],
-            "step_ms_median": s["step_ms"]["median"], "step_ms_p10": s["step_ms"]["p10"],
-            "step_ms_p90": s["step_ms"]["p90"], "gap_ms_median": s["gap_ms"]["median"],
-            "fwd_bwd_ms_mean": s["fwd_bwd_ms"]["mean"], "tail_ms_mean": s["tail_ms"]["mean"],
-            "images_per_s": s["images_per_s"], "input_bound": input_bound_band(s["gap_share"]),
-            "compute_floor_ms": s["compute_floor_ms"], "input_floor_ms": s["input_floor_ms"],
-            "cpu_floor_ms": s["cpu_floor_ms"], "binding_floor": s["binding_floor"],
-            "steady_vs_floor": s["steady_vs_floor"], "steps_measured": s["steps_measured"],
-            "steps_excluded": s["steps_excluded"], "config_hash": s["config_hash"],
+            "workers_requested": s.num_parallel_workers.requested,
+            "workers_effective": s.num_parallel_workers.effective,
+            "steady_step_ms": s.steady_step_ms, "gap_ms": s.gap_ms.mean,
+            "gap_share": s.gap_share,
+            "speedup": baseline.summary.steady_step_ms / s.steady_step_ms,
+            "step_ms_median": s.step_ms.median, "step_ms_p10": s.step_ms.p10,
+            "step_ms_p90": s.step_ms.p90, "gap_ms_median": s.gap_ms.median,
+            "fwd_bwd_ms_mean": s.fwd_bwd_ms.mean, "tail_ms_mean": s.tail_ms.mean,
+            "images_per_s": s.images_per_s, "input_bound": input_bound_band(s.gap_share),
+            "compute_floor_ms": s.compute_floor_ms, "input_floor_ms": s.input_floor_ms,
+            "cpu_floor_ms": s.cpu_floor_ms, "binding_floor": s.binding_floor,
+            "steady_vs_floor": s.steady_vs_floor, "steps_measured": s.steps_measured,
+            "steps_excluded": s.steps_excluded, "config_hash": s.config_hash,
         })
     return pd.DataFrame(rows)
 
@@ -189,12 +190,12 @@ def figure_breakdown(arms: list[Arm], path: Path) -> Path:
     names = [a.name for a in arms]
     bottom = [0.0] * len(arms)
     for part, colour in (("gap_ms", "#d62728"), ("fwd_bwd_ms", "#1f77b4"), ("tail_ms", "#2ca02c")):
-        values = [a.summary[part]["mean"] for a in arms]
+        values = [getattr(a.summary, part).mean for a in arms]
         ax.barh(names, values, left=bottom, color=colour,
                 label={"gap_ms": "iteration gap", "fwd_bwd_ms": "forward+backward",
                        "tail_ms": "iteration tail"}[part])
         bottom = [b + v for b, v in zip(bottom, values, strict=True)]
-    ax.scatter([a.summary["floor_ms"] for a in arms], names, marker="|", s=900, color="black",
+    ax.scatter([a.summary.floor_ms for a in arms], names, marker="|", s=900, color="black",
                zorder=3, label="floor (compute, input or CPU)")
     ax.set_xlabel("ms per step (mean over the measured steps)")
     ax.invert_yaxis()
@@ -325,7 +326,7 @@ def _cross_check_lines(arms: list[Arm]) -> list[str]:
         if effect:
             lines.append(f"{arm.name}, profiler's own effect: {effect['sentence']}")
         else:
-            profiler = (arm.summary.get("profile") or {}).get("profiler", "off")
+            profiler = (arm.summary.profile or {}).get("profiler", "off")
             lines.append(f"{arm.name}: no op timeline (profiler={profiler}).")
     return lines
 
@@ -372,9 +373,9 @@ def _published_vs_measured(arms: list[Arm]) -> pd.DataFrame:
             row[f"published {arm_name}"] = _fmt(key, value)
         for arm in arms:
             s = arm.summary
-            value = {"gap": s["gap_ms"]["mean"], "step": s["steady_step_ms"],
-                     "share": s["gap_share"],
-                     "speedup": (base["steady_step_ms"] / s["steady_step_ms"]) if base else float("nan")}[key]
+            value = {"gap": s.gap_ms.mean, "step": s.steady_step_ms,
+                     "share": s.gap_share,
+                     "speedup": (base.steady_step_ms / s.steady_step_ms) if base else float("nan")}[key]
             row[f"measured {arm.name}"] = _fmt(key, value)
         rows.append(row)
     return pd.DataFrame(rows)
@@ -392,18 +393,18 @@ def _setup_table(arms: list[Arm]) -> pd.DataFrame:
     rows = []
     for arm in arms:
         s = arm.summary
-        env = s["environment"]
+        env = s.environment
         rows.append({
             "arm": arm.name, "map workers": _workers_text(s),
-            "device": f"{s['device_target']} ({s['mode']} mode)",
+            "device": f"{s.device_target} ({s.mode} mode)",
             "CPU": f"{env['cpu_model']} x{env['usable_cpus']}",
-            "input": f"{s['batch_size']} x {s['image_size']} px",
-            "data": (f"{s['dataset']['num_images']} JPEGs, {s['dataset']['total_bytes'] / 1e6:.0f} MB "
-                     f"({s['dataset']['source']})"),
-            "steps measured / excluded": (f"{s['steps_measured']} / {s['steps_excluded']} "
-                                          f"{s['steps_excluded_by_phase']}"),
-            "MindSpore": s["mindspore_version"],
-            "config hash": s["config_hash"],
+            "input": f"{s.batch_size} x {s.image_size} px",
+            "data": (f"{s.dataset['num_images']} JPEGs, {s.dataset['total_bytes'] / 1e6:.0f} MB "
+                     f"({s.dataset['source']})"),
+            "steps measured / excluded": (f"{s.steps_measured} / {s.steps_excluded} "
+                                          f"{s.steps_excluded_by_phase}"),
+            "MindSpore": s.mindspore_version,
+            "config hash": s.config_hash,
         })
     return pd.DataFrame(rows)
 
@@ -422,15 +423,15 @@ def _floor_table(arms: list[Arm]) -> pd.DataFrame:
     rows = []
     for arm in arms:
         s = arm.summary
-        c = s["calibration"]
+        c = s.calibration
         rows.append({
             "arm": arm.name,
-            "network alone (ms wall / CPU-ms)": f"{c['compute_wall_ms']:.0f} / {c['compute_cpu_ms']:.0f}",
-            "pipeline alone (ms wall / CPU-ms per batch)": f"{c['pipeline_wall_ms']:.0f} / {c['pipeline_cpu_ms']:.0f}",
-            "CPU floor (ms)": f"{s['cpu_floor_ms']:.0f}",
-            "binding floor": f"{s['binding_floor']} ({s['floor_ms']:.0f} ms)",
-            "steady step (ms)": f"{s['steady_step_ms']:.0f}",
-            "steady / floor": f"{s['steady_vs_floor']:.2f}",
+            "network alone (ms wall / CPU-ms)": f"{c.compute_wall_ms:.0f} / {c.compute_cpu_ms:.0f}",
+            "pipeline alone (ms wall / CPU-ms per batch)": f"{c.pipeline_wall_ms:.0f} / {c.pipeline_cpu_ms:.0f}",
+            "CPU floor (ms)": f"{s.cpu_floor_ms:.0f}",
+            "binding floor": f"{s.binding_floor} ({s.floor_ms:.0f} ms)",
+            "steady step (ms)": f"{s.steady_step_ms:.0f}",
+            "steady / floor": f"{s.steady_vs_floor:.2f}",
         })
     return pd.DataFrame(rows)
 
@@ -440,7 +441,7 @@ def machines_check(arms: list[Arm]) -> str | None:
     their speedups then compare machines as well as settings."""
     seen = {}
     for arm in arms:
-        env = arm.summary.get("environment") or {}
+        env = arm.summary.environment or {}
         kind = (env.get("cpu_model"), env.get("usable_cpus") or env.get("cpu_count"))
         seen.setdefault(kind, []).append(arm.name)
     if len(seen) < 2:
@@ -455,7 +456,7 @@ def _hosts(arms: list[Arm]) -> str:
     """Where each arm ran: host and scheduler job (when there was one)."""
     out = []
     for arm in arms:
-        env = arm.summary.get("environment") or {}
+        env = arm.summary.environment or {}
         job = (env.get("scheduler") or {}).get("job_id")
         out.append(f"{arm.name} {env.get('host', '?')}" + (f" (SLURM job {job})" if job else ""))
     return ", ".join(out)
@@ -464,14 +465,14 @@ def _hosts(arms: list[Arm]) -> str:
 def _provenance(arms: list[Arm]) -> str:
     """The footer: what every number above was made with (summary.json of each arm)."""
     s = arms[0].summary
-    env = s["environment"]
-    shas = sorted({(a.summary["git_sha"], bool(a.summary.get("git_dirty"))) for a in arms})
+    env = s.environment
+    shas = sorted({(a.summary.git_sha, bool(a.summary.git_dirty)) for a in arms})
     code = "; ".join(f"git {sha}{' (dirty: uncommitted changes)' if dirty else ''}"
                      for sha, dirty in shas)
-    datasets = ", ".join(sorted({a.summary["dataset_sha256"][:16] for a in arms}))
-    configs = ", ".join(f"{a.name} {a.summary['config_hash']}" for a in arms)
-    mindspore = s["mindspore_version"] + (f" (commit {s['mindspore_commit']})"
-                                          if s.get("mindspore_commit") else "")
+    datasets = ", ".join(sorted({a.summary.dataset_sha256[:16] for a in arms}))
+    configs = ", ".join(f"{a.name} {a.summary.config_hash}" for a in arms)
+    mindspore = s.mindspore_version + (f" (commit {s.mindspore_commit})"
+                                          if s.mindspore_commit else "")
     packages = ", ".join(f"{k} {v}" for k, v in env["packages"].items() if k != "mindspore")
     return (f"{code}; config hash {configs}; dataset sha256 {datasets}; hosts {_hosts(arms)}; "
             f"{env['cpu_model']} x"
@@ -493,7 +494,7 @@ def build(study: str, runs: list[Arm], out_dir: str | Path,
     out = Path(out_dir)
     figures = out / "figures"
     figures.mkdir(parents=True, exist_ok=True)
-    arms = [r for r in runs if r.summary.get("repeat", 1) == 1]
+    arms = [r for r in runs if r.summary.repeat == 1]
     table = comparison_table(arms)
     spread = repeats.table(runs)
     paths = {"comparison": write_csv(out / "comparison.csv", table),
@@ -524,14 +525,14 @@ def build(study: str, runs: list[Arm], out_dir: str | Path,
         why = (f"{_workers_text(arm.summary)}. {arm.diagnosis['headline']} "
                f"{arm.diagnosis['recommendation']['sentence']}{remedy.quote(arm, prepared)}")
         line = verdict_line(arm, baseline)
-        if arm.summary.get("arm", arm.name) in across:
-            answer = across[arm.summary.get("arm", arm.name)]
+        if arm.summary.arm in across:
+            answer = across[arm.summary.arm]
             why += " " + answer["sentence"]
             if not answer["settled"]:
                 line += f" The {answer['repeats']} repeats do not settle it (see why)."
         verdicts.append((line, why))
-    exclusions = [f"{a.name}: {a.summary['steps_measured']} measured, excluded "
-                  f"{a.summary['steps_excluded_by_phase']}; {a.summary['drain_rule']}" for a in arms]
+    exclusions = [f"{a.name}: {a.summary.steps_measured} measured, excluded "
+                  f"{a.summary.steps_excluded_by_phase}; {a.summary.drain_rule}" for a in arms]
     bench, bench_points = scenarios.score(runs)  # every repeat: the sweep's medians
     if not bench.empty:
         paths["scenarios"] = write_csv(out / "scenarios.csv", bench)

@@ -36,7 +36,7 @@ def whatif_table(arms: list) -> pd.DataFrame:
     rows = []
     for arm in fixed_arms(arms, source):  # AutoTune has no single worker count to predict
         predicted = predict(advice, settings(arm))
-        measured = arm.summary["steady_step_ms"]
+        measured = arm.summary.steady_step_ms
         rows.append({"arm": arm.name, "map workers": arm_workers(arm),
                      "measured step (ms)": round(measured),
                      "predicted step (ms)": round(predicted["step_ms"]),
@@ -80,10 +80,10 @@ def autotune_lines(arms: list, check: dict[str, Any]) -> list[str]:
     """AutoTune's arms against the fastest fixed setting and the advisor's pick."""
     lines = []
     for arm in arms:
-        tuned = arm.summary.get("autotune")
+        tuned = arm.summary.autotune
         if not tuned:
             continue
-        step = arm.summary["steady_step_ms"]
+        step = arm.summary.steady_step_ms
         chosen = tuned.get("map_workers")
         line = (f"{arm.name}: Dataset AutoTune, started from {arm_workers(arm)} map worker(s), "
                 + (f"ended with {chosen} map worker(s)" if chosen else "saved no setting")
@@ -92,7 +92,7 @@ def autotune_lines(arms: list, check: dict[str, Any]) -> list[str]:
                 f"setting ({check['best_arm']})")
         manual = next((a for a in arms if a.name == "tuned"), None)
         if manual is not None:  # the case study's manual fix, when the study has it
-            line += (f", {100 * (step / manual.summary['steady_step_ms'] - 1):+.1f} % against the "
+            line += (f", {100 * (step / manual.summary.steady_step_ms - 1):+.1f} % against the "
                      f"manual tuned arm ({arm_workers(manual)} worker(s))")
         if "picked_step_ms" in check:
             line += f" and {100 * (step / check['picked_step_ms'] - 1):+.1f} % against the advisor's pick"
@@ -113,21 +113,21 @@ def figure_scaling(arms: list, path: Path) -> Path | None:
     ax.plot(counts, [predict(advice, {PRIMARY_KEY: w})["step_ms"] for w in counts], "--", color="#7f7f7f",
             label=f"predicted from {source.name}")
     points = sorted(fixed, key=arm_workers)
-    ax.plot([arm_workers(a) for a in points], [a.summary["steady_step_ms"] for a in points], "o",
+    ax.plot([arm_workers(a) for a in points], [a.summary.steady_step_ms for a in points], "o",
             color="#1f77b4", label="measured steady step")
     for arm in points:
-        ax.annotate(arm.name, (arm_workers(arm), arm.summary["steady_step_ms"]), fontsize=7,
+        ax.annotate(arm.name, (arm_workers(arm), arm.summary.steady_step_ms), fontsize=7,
                     xytext=(4, 4), textcoords="offset points")
     for arm in arms:
-        if arm.summary.get("autotune"):
-            ax.axhline(arm.summary["steady_step_ms"], color="#2ca02c", linewidth=1,
+        if arm.summary.autotune:
+            ax.axhline(arm.summary.steady_step_ms, color="#2ca02c", linewidth=1,
                        label=f"{arm.name} (AutoTune)")
     ax.set_xlabel("map num_parallel_workers (effective)")
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_ylabel("steady step (ms)")
     ax.set_ylim(bottom=0)
     share = ax.twinx()
-    share.plot([arm_workers(a) for a in points], [100 * a.summary["gap_share"] for a in points], "s:",
+    share.plot([arm_workers(a) for a in points], [100 * a.summary.gap_share for a in points], "s:",
                color="#d62728", label="measured gap share")
     share.set_ylabel("gap share (%)", color="#d62728")
     share.set_ylim(0, 100)

@@ -20,6 +20,7 @@ import os
 import socket
 import urllib.parse
 import uuid
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,7 @@ import pandas as pd
 
 from perfstudy.decide.advisor import gil_share
 from perfstudy.decide.diagnosis import verdict_label
+from perfstudy.run.summary import RunSummary
 
 TAG = "perfstudy."
 DIGEST_CHARS = 36  # MLflow stores a dataset digest in 36 characters; the whole sha256 is a tag
@@ -237,19 +239,19 @@ def step_metrics(steps: pd.DataFrame) -> list:
     return metrics
 
 
-def training_window_ms(summary: dict[str, Any], steps: pd.DataFrame) -> tuple[int, int]:
+def training_window_ms(summary: RunSummary, steps: pd.DataFrame) -> tuple[int, int]:
     """When the arm's training ran (epoch ms): from its graph compile (when it compiled first)
     or its first step, to the end of its last step (profiled steps included): the MLflow run's
     start and end, so the UI's duration is the training's, not the logging's."""
-    start = float(steps["start_time_s"].min()) - float(summary.get("precompile_s") or 0.0)
+    start = float(steps["start_time_s"].min()) - float(summary.precompile_s or 0.0)
     return int(start * 1000), run_end_ms(steps)
 
 
-def run_description(summary: dict[str, Any], diagnosis: dict[str, Any] | None) -> str:
+def run_description(summary: RunSummary, diagnosis: dict[str, Any] | None) -> str:
     """The arm run's description (MLflow's note): verdict and recommendation first."""
-    numbers = (f"Steady step {summary['steady_step_ms']:.0f} ms, the step waits for data "
-               f"{100 * summary['gap_share']:.1f} % of the time, {summary['images_per_s']:.1f} "
-               f"images/s ({summary['steps_measured']} measured steps).")
+    numbers = (f"Steady step {summary.steady_step_ms:.0f} ms, the step waits for data "
+               f"{100 * summary.gap_share:.1f} % of the time, {summary.images_per_s:.1f} "
+               f"images/s ({summary.steps_measured} measured steps).")
     if not diagnosis:
         return numbers
     return (f"**{verdict_label(diagnosis['bound'])}.** {diagnosis['headline']}\n\n"
@@ -277,29 +279,29 @@ def run_end_ms(steps: pd.DataFrame) -> int:
     return int((steps["start_time_s"].iloc[-1] + steps["step_ms"].iloc[-1] / 1e3) * 1000)
 
 
-def summary_metrics(summary: dict[str, Any], stamp_ms: int) -> list:
+def summary_metrics(summary: RunSummary, stamp_ms: int) -> list:
     """The summary's numbers as metrics at step 0 (fixed timestamp: idempotent)."""
     from mlflow.entities import Metric
 
     flat = {
-        "steady_step_ms": summary["steady_step_ms"],
-        "gap_share": summary["gap_share"],
-        "images_per_s": summary["images_per_s"],
-        "steps_measured": summary["steps_measured"],
-        "steps_excluded": summary["steps_excluded"],
-        "first_step_ms": summary["first_step_ms"],
-        "floor_ms": summary["floor_ms"],
-        "steady_vs_floor": summary["steady_vs_floor"],
-        "workers_requested": summary["num_parallel_workers"]["requested"] or 0,
-        "workers_effective": summary["num_parallel_workers"]["effective"],
+        "steady_step_ms": summary.steady_step_ms,
+        "gap_share": summary.gap_share,
+        "images_per_s": summary.images_per_s,
+        "steps_measured": summary.steps_measured,
+        "steps_excluded": summary.steps_excluded,
+        "first_step_ms": summary.first_step_ms,
+        "floor_ms": summary.floor_ms,
+        "steady_vs_floor": summary.steady_vs_floor,
+        "workers_requested": summary.num_parallel_workers.requested or 0,
+        "workers_effective": summary.num_parallel_workers.effective,
     }
     for part in ("step_ms", "gap_ms", "fwd_bwd_ms", "tail_ms"):
-        for stat, value in summary[part].items():
+        for stat, value in asdict(getattr(summary, part)).items():
             flat[f"{part}_{stat}"] = value
-    for key, value in summary.get("calibration", {}).items():
+    for key, value in asdict(summary.calibration).items():
         if isinstance(value, (int, float)):  # not the operators' probe (a list; in summary.json)
             flat[f"calibration_{key}"] = value
-    for probe in summary.get("calibration", {}).get("operators") or []:
+    for probe in summary.calibration.operators:
         share = gil_share(probe.get("gil"))  # the operator's measured GIL time (beside a holder)
         if share is not None:
             name = probe["config_key"].replace("pipeline.", "").replace(".", "_")
@@ -314,39 +316,39 @@ def log_metrics(client, run_id: str, metrics: list) -> None:
         client.log_batch(run_id, metrics=chunk)
 
 
-def arm_tags(summary: dict[str, Any], study: str, arm: str, instance: str) -> dict[str, str]:
+def arm_tags(summary: RunSummary, study: str, arm: str, instance: str) -> dict[str, str]:
     """Tags that say what the run is and what it was made with."""
-    env = summary.get("environment", {})
+    env = summary.environment
     return {
         f"{TAG}study": study,
         f"{TAG}arm": arm,
         f"{TAG}role": "arm",
         f"{TAG}instance": instance,
-        f"{TAG}run": summary.get("run", arm),
-        f"{TAG}repeat": str(summary.get("repeat", 1)),
-        "seed": str(summary.get("seed")),
-        "git_sha": str(summary.get("git_sha")),
-        "git_dirty": str(summary.get("git_dirty")),
-        "config_hash": str(summary.get("config_hash")),
-        "dataset_sha256": str(summary.get("dataset_sha256")),
-        "mindspore_version": str(summary.get("mindspore_version")),
+        f"{TAG}run": summary.run,
+        f"{TAG}repeat": str(summary.repeat),
+        "seed": str(summary.seed),
+        "git_sha": str(summary.git_sha),
+        "git_dirty": str(summary.git_dirty),
+        "config_hash": str(summary.config_hash),
+        "dataset_sha256": str(summary.dataset_sha256),
+        "mindspore_version": str(summary.mindspore_version),
         "cpu_count": str(env.get("cpu_count")),
         "cpu_model": str(env.get("cpu_model")),
         "host": str(env.get("host")),
         **({f"{TAG}scheduler_job_id": str(env["scheduler"]["job_id"])}
            if env.get("scheduler") else {}),
-        "size": str(summary.get("size")),
-        "workers_requested": str(summary["num_parallel_workers"]["requested"]),
-        "workers_effective": str(summary["num_parallel_workers"]["effective"]),
-        **({f"{TAG}autotune_map_workers": str(summary["autotune"].get("map_workers"))}
-           if summary.get("autotune") else {}),
+        "size": str(summary.size),
+        "workers_requested": str(summary.num_parallel_workers.requested),
+        "workers_effective": str(summary.num_parallel_workers.effective),
+        **({f"{TAG}autotune_map_workers": str(summary.autotune.get("map_workers"))}
+           if summary.autotune else {}),
         **prepared_tags(summary),
     }
 
 
-def prepared_tags(summary: dict[str, Any]) -> dict[str, str]:
+def prepared_tags(summary: RunSummary) -> dict[str, str]:
     """What a prepared arm trained on: the format, the bound, its source's identity."""
-    info = (summary.get("dataset") or {}).get("prepared")
+    info = summary.dataset.prepared
     if not info:
         return {f"{TAG}data": "source"}
     return {f"{TAG}data": "prepared",
@@ -452,7 +454,7 @@ def peer_tags(readings: dict[str, Any]) -> dict[str, str]:
 
 
 def log_arm(client, experiment_id: str, parent_run_id: str, *, study: str, arm: str,
-            instance: str, params: dict[str, Any], summary: dict[str, Any], steps: pd.DataFrame,
+            instance: str, params: dict[str, Any], summary: RunSummary, steps: pd.DataFrame,
             artifacts: list[Path], results_fingerprint: str, extra_metrics: list = (),
             extra_tags: dict[str, str] | None = None,
             artifact_dirs: dict[str, Path] | None = None) -> dict[str, Any]:
@@ -497,7 +499,7 @@ def log_arm(client, experiment_id: str, parent_run_id: str, *, study: str, arm: 
     return {"run_id": run_id, "created": not same, "replaced": replaced}
 
 
-def dataset_input(summary: dict[str, Any]):
+def dataset_input(summary: RunSummary):
     """The arm's training data as an MLflow dataset input: name (its folder's), digest (the
     dataset's sha256, cut to what MLflow stores; the whole one is an input tag), source (its
     folder), context "train"; None for a summary without a dataset hash."""
@@ -505,11 +507,10 @@ def dataset_input(summary: dict[str, Any]):
     from mlflow.data.meta_dataset import MetaDataset
     from mlflow.entities import DatasetInput, InputTag
 
-    digest = summary.get("dataset_sha256")
-    facts = summary.get("dataset") or {}
+    digest = summary.dataset_sha256
     if not digest:
         return None
-    root = facts.get("root") or ""
+    root = summary.dataset.root or ""
     name = Path(root).name or "dataset"
     dataset = MetaDataset(resolve_dataset_source(str(root)), name=name, digest=str(digest)[:DIGEST_CHARS])
     return DatasetInput(dataset=dataset._to_mlflow_entity(),
@@ -517,7 +518,7 @@ def dataset_input(summary: dict[str, Any]):
                               InputTag(key=f"{TAG}dataset_sha256", value=str(digest))])
 
 
-def log_dataset(client, run_id: str, summary: dict[str, Any]) -> None:
+def log_dataset(client, run_id: str, summary: RunSummary) -> None:
     """Log the arm's dataset input once (a re-run of the tracking rule adds no second one)."""
     found = dataset_input(summary)
     if found is None:

@@ -13,7 +13,7 @@ def windows_table(arms: list) -> pd.DataFrame:
     """One row per verification window of every arm."""
     rows = []
     for arm in arms:
-        verification = arm.summary.get("verification") or {}
+        verification = arm.summary.verification or {}
         advice = (arm.diagnosis or {}).get("advisor")
         chosen = ((arm.diagnosis or {}).get("recommendation") or {}).get("settings")
         for w in verification.get("windows", []):
@@ -36,11 +36,11 @@ def cost_lines(arms: list) -> list[str]:
     """Each arm's verification cost, in words."""
     lines = []
     for arm in arms:
-        text = cost_sentence(arm.summary.get("verification"))
+        text = cost_sentence(arm.summary.verification)
         if text:
             lines.append(f"{arm.name}: {text}")
-        elif (arm.summary.get("verification") or {}).get("skipped"):
-            lines.append(f"{arm.name}: not verified: {arm.summary['verification']['skipped']}.")
+        elif (arm.summary.verification or {}).get("skipped"):
+            lines.append(f"{arm.name}: not verified: {arm.summary.verification['skipped']}.")
     return lines
 
 
@@ -52,8 +52,8 @@ def accuracy_by_kind(arms: list) -> pd.DataFrame:
         advice = (arm.diagnosis or {}).get("advisor")
         if not advice:
             continue
-        held_out = bool((arm.summary.get("scenario") or {}).get("held_out"))
-        for row in accuracy_rows(arm.summary.get("verification")):
+        held_out = bool((arm.summary.scenario or {}).get("held_out"))
+        for row in accuracy_rows(arm.summary.verification):
             rows.append({"kind": operator_kind(advice, row["settings"]), "held_out": held_out,
                          "error": abs(row["error"])})
     if not rows:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 import math
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
@@ -17,7 +16,7 @@ from perfstudy.common.provenance import cpu_count
 from perfstudy.data.dataset import DatasetError
 from perfstudy.data.prepare import CROP_RATIO, CROP_SCALE
 from perfstudy.run import factories
-from perfstudy.run.settings import BUILTIN_PIPELINE
+from perfstudy.run.settings import BUILTIN_PIPELINE, Workers
 from perfstudy.run.transforms import load_transform
 
 log = logging.getLogger(__name__)
@@ -27,30 +26,6 @@ JPEG_EXTENSIONS = [".jpg", ".jpeg", ".JPG", ".JPEG", ".Jpg", ".Jpeg"]
 # ImageNet statistics on the 0..255 scale, as in the article's code.
 MEAN = [0.485 * 255, 0.456 * 255, 0.406 * 255]
 STD = [0.229 * 255, 0.224 * 255, 0.225 * 255]
-
-
-@dataclass(frozen=True)
-class Workers:
-    """Map workers asked for vs used.
-
-    requested None means map() is called without num_parallel_workers; then MindSpore's
-    process-wide default applies (`global_default`, what this study sets it to) instead of
-    what MindSpore itself would choose on this machine (`mindspore_default`).
-    """
-
-    requested: Optional[int]
-    effective: int
-    global_default: Optional[int]
-    mindspore_default: int
-    cpu_count: int
-    clamped: bool
-
-    def as_dict(self) -> dict:
-        """JSON-ready form for summary.json and MLflow."""
-        return {"requested": self.requested, "effective": self.effective,
-                "global_default": self.global_default,
-                "mindspore_default": self.mindspore_default,
-                "cpu_count": self.cpu_count, "clamped": self.clamped}
 
 
 _MINDSPORE_DEFAULT = ds.config.get_num_parallel_workers()

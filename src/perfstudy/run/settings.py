@@ -4,7 +4,11 @@ Python runs in worker processes. Light on purpose (no MindSpore): decide/ import
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from perfstudy.run.summary import RunSummary
 
 MP = ":multiprocessing"  # suffix of a settings key: the map runs in processes
 PRIMARY_KEY = "pipeline.num_parallel_workers"  # the article's map
@@ -13,9 +17,9 @@ ADDRESSED = "pipeline.workers."  # a settings key of any pipeline's operator, by
 BUILTIN_PIPELINE = "perfstudy.run.pipeline.case_study"
 
 
-def pipeline_factory(summary: dict[str, Any]) -> str:
-    """The pipeline factory a run's summary.json records (the case study's for older runs)."""
-    return (summary.get("factories") or {}).get("pipeline", BUILTIN_PIPELINE)
+def pipeline_factory(summary: RunSummary) -> str:
+    """The pipeline factory a run's summary.json records."""
+    return summary.factories.pipeline
 
 
 def operator_settings(nodes: list[dict]) -> dict[str, Any]:
@@ -27,3 +31,27 @@ def operator_settings(nodes: list[dict]) -> dict[str, Any]:
             if node.get("multiprocessing"):
                 settings[node["config_key"] + MP] = True
     return settings
+
+
+@dataclass(frozen=True)
+class Workers:
+    """Map workers asked for vs used.
+
+    requested None means map() is called without num_parallel_workers; then MindSpore's
+    process-wide default applies (`global_default`, what this study sets it to) instead of
+    what MindSpore itself would choose on this machine (`mindspore_default`).
+    """
+
+    requested: int | None
+    effective: int
+    global_default: int | None
+    mindspore_default: int
+    cpu_count: int
+    clamped: bool
+
+    def as_dict(self) -> dict:
+        """JSON-ready form for summary.json and MLflow."""
+        return {"requested": self.requested, "effective": self.effective,
+                "global_default": self.global_default,
+                "mindspore_default": self.mindspore_default,
+                "cpu_count": self.cpu_count, "clamped": self.clamped}

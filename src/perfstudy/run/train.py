@@ -1,10 +1,9 @@
-"""One arm's training run: ResNet50 on the case study's pipeline, with a host step trace.
+"""One arm's training run, read top to bottom: `run` calls named steps (load the data, compile,
+measure, profile, calibrate, summarise, verify), each small and tested alone.
 
-Each step is three timed phases: wait for the batch (iteration gap), forward+backward
-(one compiled graph that returns loss and gradients), optimizer update (a second compiled
-graph: the iteration tail). Splitting the train step into two graphs is what lets host
-timers see the tail; on a CPU device the fused graph would interleave ApplyMomentum with
-backward and hide it.
+Each step is three timed phases: wait for the batch (iteration gap), forward+backward and the
+optimizer update (perfstudy.run.step). The run's result is its `RunSummary` (summary.json,
+perfstudy.run.summary) beside steps.csv.
 """
 
 from __future__ import annotations
@@ -13,27 +12,31 @@ import logging
 import math
 import time
 from collections.abc import Callable
+from dataclasses import asdict, dataclass, is_dataclass
 from pathlib import Path
 from typing import Any
 
 import mindspore as ms
 import numpy as np
 import pandas as pd
-from mindspore import nn, ops
 from mindspore.dataset import config as ds_config
 
 from perfstudy.common import config as config_mod
 from perfstudy.common.config import ConfigError
 from perfstudy.common.io import check_writable, write_csv, write_json
 from perfstudy.common.provenance import environment, full_environment, git_state, mindspore_build
+from perfstudy.common.records import from_dict
 from perfstudy.data import dataset as data_mod
 from perfstudy.data import prepare, sources
 from perfstudy.measure import steptrace
 from perfstudy.measure.profiling import RunProfiler, extra_steps
 from perfstudy.run import autotune, opprobe, pipeline, verify
-from perfstudy.run.factories import build_model, load_target
-from perfstudy.run.model import create_loss, create_optimizer
-from perfstudy.run.settings import operator_settings
+from perfstudy.run.factories import load_target
+from perfstudy.run.settings import Workers, operator_settings
+from perfstudy.run.step import TrainStep, check_labels, precompile, timed_step
+from perfstudy.run.summary import Calibration, DatasetFacts, RunSummary, write_summary
+
+__all__ = ["check_labels", "model_classes", "queue_capacity_batches", "run", "run_seed"]
 
 REPEAT_SEED_STRIDE = 10
 log = logging.getLogger(__name__)
@@ -41,57 +44,6 @@ log = logging.getLogger(__name__)
 
 class DeviceError(RuntimeError):
     """The configured device cannot run MindSpore here; the message says what to do."""
-
-
-class ForwardBackward(nn.Cell):
-    """Loss and gradients of one batch: one compiled graph in GRAPH_MODE."""
-
-    def __init__(self, loss_net: nn.Cell, weights) -> None:
-        super().__init__(auto_prefix=False)
-        self.loss_net = loss_net
-        self.weights = weights
-        self.grad = ops.GradOperation(get_by_list=True)
-
-    def construct(self, images, labels):  # noqa: D102 - MindSpore's forward
-        return self.loss_net(images, labels), self.grad(self.loss_net, self.weights)(images, labels)
-
-
-class Update(nn.Cell):
-    """The optimizer step (the iteration tail): a second compiled graph."""
-
-    def __init__(self, optimizer: nn.Optimizer) -> None:
-        super().__init__(auto_prefix=False)
-        self.optimizer = optimizer
-
-    def construct(self, grads):  # noqa: D102 - MindSpore's forward
-        return self.optimizer(grads)
-
-
-class TrainStep:
-    """forward+backward and the optimizer update as two separately timed graphs.
-
-    Measured here: the two graphs cost what the fused TrainOneStepCell costs (0.64 vs
-    0.60 s per step, ResNet50 batch 32 at 32 px, 2 cores).
-    """
-
-    def __init__(self, cfg, num_classes: int | None = None) -> None:
-        self.num_classes = num_classes or cfg.model.num_classes
-        self.net = build_model(cfg.model, self.num_classes)
-        self.net.set_train(True)
-        total = (cfg.trainer.steps + extra_steps(cfg.profiler) + cfg.trainer.calibration_steps
-                 + verify.total_steps(cfg))
-        self.optimizer = create_optimizer(self.net, cfg.optimizer, total)
-        loss_net = nn.WithLossCell(self.net, create_loss())
-        self._forward_backward = ForwardBackward(loss_net, self.optimizer.parameters)
-        self._update = Update(self.optimizer)
-
-    def forward_backward(self, images, labels):
-        """Loss and gradients of one batch."""
-        return self._forward_backward(images, labels)
-
-    def update(self, grads):
-        """Apply the gradients (mutable: one compiled graph for every step's values)."""
-        return self._update(ms.mutable(grads))
 
 
 def _setup_mindspore(cfg) -> None:
@@ -107,62 +59,6 @@ def _setup_mindspore(cfg) -> None:
             f"install MindSpore's {cfg.trainer.device_target} build.") from None
     ms.set_context(mode=ms.GRAPH_MODE if cfg.trainer.mode == "graph" else ms.PYNATIVE_MODE)
     ms.set_seed(run_seed(cfg))
-
-
-def _wait(outputs) -> None:
-    """Block until the optimizer's outputs exist (asnumpy() syncs on every device)."""
-    for item in outputs if isinstance(outputs, (tuple, list)) else (outputs,):
-        if hasattr(item, "asnumpy"):
-            item.asnumpy()
-
-
-def _timed_step(step: TrainStep, images, labels) -> tuple[float, float, float]:
-    """Run one step on a batch in hand; returns (loss, fwd_bwd_end_s, end_s)."""
-    loss, grads = step.forward_backward(images, labels)
-    loss_value = float(loss.asnumpy())  # asnumpy() waits for the graph: a sync point
-    fwd_bwd_end = time.time()
-    _wait(step.update(grads))
-    return loss_value, fwd_bwd_end, time.time()
-
-
-def precompile(step: TrainStep, cfg) -> float:
-    """Compile both graphs on a synthetic batch before the pipeline starts; return seconds.
-
-    Without this, the pipeline fills its queues during the compile (as the article saw)
-    and the first steps after it look compute-bound. Weights, BN statistics, momenta and
-    the optimizer's step counter are restored afterwards, so training starts from the
-    same state as without it.
-    """
-    state = [(p, p.asnumpy().copy()) for p in (*step.net.get_parameters(),
-                                               *step.optimizer.get_parameters())]
-    size, batch = cfg.pipeline.image_size, cfg.pipeline.batch_size
-    images = ms.Tensor(np.zeros((batch, 3, size, size), np.float32))
-    # the top class: a network with fewer outputs than the data's classes fails here, not later
-    labels = ms.Tensor(np.full((batch,), step.num_classes - 1, np.int32))
-    started = time.perf_counter()
-    try:
-        loss = _timed_step(step, images, labels)[0]
-    except RuntimeError as exc:
-        if "label" not in str(exc).lower():
-            raise
-        loss = math.inf
-    seconds = time.perf_counter() - started
-    if not np.isfinite(loss):
-        raise ConfigError(f"model._target_ {cfg.model._target_} gives fewer outputs than the "
-                          f"data's {step.num_classes} classes (its loss on class "
-                          f"{step.num_classes - 1} is not finite); build the network with the "
-                          "num_classes the study passes it.")
-    for param, value in state:
-        param.set_data(ms.Tensor(value, dtype=param.dtype))
-    return seconds
-
-
-def check_labels(labels, num_classes: int, index: int) -> None:
-    """Stop before a step that would train on labels the model has no output for."""
-    top = int(labels.asnumpy().max()) if hasattr(labels, "asnumpy") else int(np.max(labels))
-    if top >= num_classes:
-        raise ValueError(f"Step {index} has label {top}, but the model has {num_classes} classes "
-                         f"(0..{num_classes - 1}); set model.num_classes to the dataset's class count.")
 
 
 def model_classes(cfg, manifest: dict[str, Any]) -> int:
@@ -211,7 +107,7 @@ def train_loop(step: TrainStep, dataset, steps: int, batch_size: int, log_every:
                 batch = next(iterator)
             data_ready = time.time()
             check_labels(batch[1], step.num_classes, index)
-            loss, fwd_bwd_end, end = _timed_step(step, batch[0], batch[1])
+            loss, fwd_bwd_end, end = timed_step(step, batch[0], batch[1])
             if profiler is not None:
                 profiler.step_end(index)
                 end = time.time()  # a stop at the window's end is part of this step
@@ -240,7 +136,7 @@ def run_seed(cfg) -> int:
     return cfg.trainer.seed + REPEAT_SEED_STRIDE * (cfg.repeat - 1)
 
 
-def calibrate(step: TrainStep, batch, cfg, workers: pipeline.Workers, root: str) -> dict[str, float]:
+def calibrate(step: TrainStep, batch, cfg, workers: Workers, root: str) -> Calibration:
     """Cost of each side alone: the network on a batch in hand, the pipeline with no network.
 
     CPU times are the whole process's (all MindSpore and MindData threads).
@@ -248,7 +144,7 @@ def calibrate(step: TrainStep, batch, cfg, workers: pipeline.Workers, root: str)
     count = cfg.trainer.calibration_steps
     wall, cpu = time.perf_counter(), time.process_time()
     for _ in range(count):
-        _timed_step(step, batch[0], batch[1])
+        timed_step(step, batch[0], batch[1])
     compute_wall = (time.perf_counter() - wall) / count
     compute_cpu = (time.process_time() - cpu) / count
     batches = cfg.trainer.calibration_batches
@@ -263,64 +159,44 @@ def calibrate(step: TrainStep, batch, cfg, workers: pipeline.Workers, root: str)
         pipe_cpu = (time.process_time() - cpu) / batches
     finally:
         iterator.stop()
-    return {"compute_wall_ms": compute_wall * 1e3, "compute_cpu_ms": compute_cpu * 1e3,
-            "pipeline_wall_ms": pipe_wall * 1e3, "pipeline_cpu_ms": pipe_cpu * 1e3,
-            "compute_steps": count, "pipeline_batches": batches,
-            "operators": opprobe.probe(cfg.pipeline, root, workers.cpu_count)}
+    return Calibration(compute_wall_ms=compute_wall * 1e3, compute_cpu_ms=compute_cpu * 1e3,
+                       pipeline_wall_ms=pipe_wall * 1e3, pipeline_cpu_ms=pipe_cpu * 1e3,
+                       compute_steps=count, pipeline_batches=batches,
+                       operators=opprobe.probe(cfg.pipeline, root, workers.cpu_count))
 
 
-def dataset_facts(cfg, manifest: dict[str, Any]) -> dict[str, Any]:
+def dataset_facts(cfg, manifest: dict[str, Any]) -> DatasetFacts:
     """What the summary records of the dataset: size, megapixels, and the megapixels it would
     have prepared at this config's bound (the decode remedy's prediction); a prepared one's
     source and preparation."""
-    facts = {k: manifest.get(k) for k in ("source", "root", "num_images", "num_classes",
-                                          "total_bytes")}
-    facts["mean_megapixels"] = data_mod.mean_megapixels(manifest)
     settings = prepare.Settings.from_config(cfg)
-    facts["bounded_megapixels"] = prepare.bounded_megapixels(data_mod.image_sizes(manifest),
-                                                             settings)
-    facts["bound_rule"] = settings.rule()
+    prepared = None
     if manifest.get("source") == "prepared":
-        facts["prepared"] = {k: manifest.get(k) for k in (
+        prepared = {k: manifest.get(k) for k in (
             "format", "record", "source_manifest", "settings", "rule", "before", "after",
             "psnr_db", "preparation")}
-    return facts
+    return DatasetFacts(
+        source=manifest.get("source"), root=manifest.get("root"),
+        num_images=manifest.get("num_images"), num_classes=manifest.get("num_classes"),
+        total_bytes=manifest.get("total_bytes"), mean_megapixels=data_mod.mean_megapixels(manifest),
+        bounded_megapixels=prepare.bounded_megapixels(data_mod.image_sizes(manifest), settings),
+        bound_rule=settings.rule(), prepared=prepared)
 
 
-def _verify(cfg, propose, train_step: TrainStep, source: str, run_dir: Path,
-            first_index: int, training_wall: float, measured_ms: pd.Series) -> dict[str, Any]:
-    """The verification windows of the model's best settings (and the run's own)."""
-    plan = propose(run_dir, cfg.verify.candidates)
-    if not plan["windows"]:
-        log.info("no verification: %s", plan["skipped"])
-        return plan
-    result = verify.run_windows(lambda images, labels: _timed_step(train_step, images, labels),
-                                source, cfg, plan["windows"], run_seed(cfg) + 3, first_index,
-                                training_wall, measured_ms)
-    log.info("verification: %d windows in %.0f s (%.0f %% of the training's %.0f s)",
-             sum(1 for w in result["windows"] if "step_ms" in w), result["wall_s"],
-             100 * result["share_of_training"], training_wall)
-    return {**plan, **result}
-
-
-def run(cfg, manifest_path: str | Path | None = None,
-        propose: Callable[[Path, int], dict[str, Any]] | None = None) -> dict[str, Any]:
-    """Train one arm and write steps.csv and summary.json into cfg.paths.run_dir.
-
-    propose (run folder, k) -> the verification plan (perfstudy.decide.analysis.propose: the
-    model's best k settings beside the run's own): each is then measured in a short window
-    (perfstudy.run.verify) and summary.json gets `verification`. None: no verification."""
-    run_started = time.time()
-    _setup_mindspore(cfg)  # first: a missing device fails before minutes of data work
-    for key in ("model", "pipeline"):  # a factory that does not import, before any data work
+def check_factories(cfg) -> None:
+    """A factory that does not import, or a prepared source it cannot read, fails before any
+    data work."""
+    for key in ("model", "pipeline"):
         load_target(key, cfg[key]._target_)
     if cfg.data.prepared and cfg.pipeline._target_ != pipeline.BUILTIN:
         raise ConfigError(f"data.prepared=true gives a MindRecord, which only the case study's "
                           f"pipeline reads, not {cfg.pipeline._target_}; drop data.prepared, or "
                           "point data.path at a folder copy of the images at a smaller size.")
-    check_writable(cfg.paths.run_dir, "paths.results")
-    run_dir = Path(cfg.paths.run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
+
+
+def load_data(cfg, manifest_path: str | Path | None) -> dict[str, Any]:
+    """The dataset's manifest: the given one, or the dataset the config names, made (and
+    prepared) when missing; its files checked against it."""
     if manifest_path is None:
         manifest_path = data_mod.prepare_dataset(cfg.data, cfg.paths.data_root,
                                                  workers=pipeline.cpu_count())
@@ -336,26 +212,42 @@ def run(cfg, manifest_path: str | Path | None = None,
             f"{'a prepared' if manifest.get('source') == 'prepared' else 'a source'} dataset; "
             "pass the manifest of the dataset the config names (the DAG does).")
     sources.verify(manifest)  # a changed file is reported, never trained on silently
-    source = sources.training_source(manifest)
-    workers = pipeline.resolve_workers(cfg.pipeline.num_parallel_workers,
-                                       cfg.pipeline.global_default_workers)
-    log.info("study %s arm %s: %d images in %d classes at %s; map workers requested %s, "
-             "effective %d of %d CPUs", cfg.study, cfg.arm, manifest["num_images"],
-             manifest["num_classes"], manifest["root"], workers.requested, workers.effective,
-             workers.cpu_count)
-    train_step = TrainStep(cfg, model_classes(cfg, manifest))
-    compile_s = precompile(train_step, cfg) if cfg.trainer.compile_first else None
-    if compile_s is not None:
-        log.info("graphs compiled on a synthetic batch in %.1f s, before the pipeline starts",
-                 compile_s)
+    return manifest
+
+
+def compile_graphs(train_step: TrainStep, cfg) -> float | None:
+    """Compile both graphs on a synthetic batch before the pipeline starts (seconds; None when
+    trainer.compile_first is off)."""
+    if not cfg.trainer.compile_first:
+        return None
+    seconds = precompile(train_step, cfg)
+    log.info("graphs compiled on a synthetic batch in %.1f s, before the pipeline starts", seconds)
+    return seconds
+
+
+@dataclass
+class Measured:
+    """What the measured (and profiled) steps left: their timestamps, the last batch (for the
+    calibration), the profiled pipeline's operators, AutoTune's result and the profiler."""
+
+    records: list[steptrace.StepTimes]
+    last_batch: Any
+    nodes: list[dict[str, Any]]
+    train_wall_s: float
+    autotune: dict[str, Any] | None
+    profiler: RunProfiler
+
+
+def measure(cfg, train_step: TrainStep, source: str, run_dir: Path) -> Measured:
+    """The measured steps on a fresh pipeline (profiled inline, or then a second, profiled
+    pipeline after them: placement=after)."""
     # Surplus batches: the pipeline must still be working when the last step runs, or the
     # last steps run without it and look faster than the steady state.
     surplus = cfg.pipeline.prefetch_size or ds_config.get_prefetch_size()
-    # every pipeline this run launches, by seed: measured, calibration, profiled
-    pipeline.plan_orders(source, cfg.pipeline, {
-        run_seed(cfg): cfg.trainer.steps + surplus,
-        run_seed(cfg) + 1: cfg.trainer.calibration_batches + 1,
-        run_seed(cfg) + 2: extra_steps(cfg.profiler) + surplus})
+    seed = run_seed(cfg)
+    pipeline.plan_orders(source, cfg.pipeline, {  # every pipeline of this run, by seed
+        seed: cfg.trainer.steps + surplus, seed + 1: cfg.trainer.calibration_batches + 1,
+        seed + 2: extra_steps(cfg.profiler) + surplus})
     profiler = RunProfiler(cfg.profiler, run_dir / "profile", cfg.trainer.steps,
                            cfg.trainer.warmup_steps)
     inline = cfg.profiler.placement == "inline"
@@ -364,7 +256,7 @@ def run(cfg, manifest_path: str | Path | None = None,
     if cfg.pipeline.autotune:
         autotune.start(run_dir / "autotune", cfg.pipeline.autotune_interval)
     dataset = pipeline.create_train_dataset(source, cfg.pipeline, cfg.trainer.steps + surplus,
-                                            run_seed(cfg), one_pass=cfg.pipeline.autotune)
+                                            seed, one_pass=cfg.pipeline.autotune)
     started = time.time()
     try:
         records, last_batch = train_loop(train_step, dataset, cfg.trainer.steps, cfg.pipeline.batch_size,
@@ -377,84 +269,139 @@ def run(cfg, manifest_path: str | Path | None = None,
     if tuned:
         log.info("AutoTune ended with map workers %s (%s)", tuned.get("map_workers"),
                  tuned["config_file"] or tuned["remark"])
-    profiled_data = None
-    if not inline:  # a second pipeline, launched with the profilers, after the measured steps
+    extra = 0 if inline else extra_steps(cfg.profiler)
+    if not inline:
         profiler.begin()
-        extra = extra_steps(cfg.profiler)
-        if extra:
-            log.info("profiling %d more steps on a fresh pipeline (the measured steps ran without "
-                     "any profiler)", extra - 1)
-            profiled_data = pipeline.create_train_dataset(
-                source, cfg.pipeline, extra + surplus, run_seed(cfg) + 2)
-            more, last_batch = train_loop(train_step, profiled_data, extra, cfg.pipeline.batch_size,
-                                          cfg.trainer.log_every, profiler, first_index=cfg.trainer.steps)
-            records += more
+    if extra:  # a second pipeline, launched with the profilers, after the measured steps
+        log.info("profiling %d more steps on a fresh pipeline (the measured steps ran without "
+                 "any profiler)", extra - 1)
+        dataset = pipeline.create_train_dataset(source, cfg.pipeline, extra + surplus, seed + 2)
+        more, last_batch = train_loop(train_step, dataset, extra, cfg.pipeline.batch_size,
+                                      cfg.trainer.log_every, profiler, first_index=cfg.trainer.steps)
+        records += more
     # the profiled pipeline's operators are the ones the profile numbers (a prepared source's
     # readers per epoch differ with the pipeline's length)
-    nodes = pipeline.describe(profiled_data if profiled_data is not None else dataset, cfg.pipeline)
+    nodes = pipeline.describe(dataset, cfg.pipeline)
     write_json(run_dir / "profile" / "pipeline.json", nodes)
-    calibration = calibrate(train_step, last_batch, cfg, workers, source)
-    profile_meta = profiler.finish()  # the op profile's analysis, after all timing
+    return Measured(records, last_batch, nodes, train_wall_s, tuned, profiler)
+
+
+def step_frame(cfg, records: list[steptrace.StepTimes], compiled: bool) -> tuple[pd.DataFrame, str]:
+    """steps.csv's rows with their phases (start-up or compile, warm-up, drain, measured,
+    profiled), and the rule that found the window's start."""
     all_steps = steptrace.steps_frame(records, cfg.pipeline.batch_size)
     frame, drain_rule = steptrace.assign_phases(
         all_steps.iloc[:cfg.trainer.steps], cfg.trainer.warmup_steps,
-        first_phase="startup" if compile_s is not None else "compile",
+        first_phase="startup" if compiled else "compile",
         min_measured_steps=cfg.trainer.min_measured_steps)
-    extra_frame = all_steps.iloc[cfg.trainer.steps:].copy()
-    if len(extra_frame):  # profiler=off or placement=inline: no extra steps (and no empty row)
-        extra_frame["phase"] = ["profile_startup"] + ["profiled"] * (len(extra_frame) - 1)
-    profiled = extra_frame[extra_frame["phase"] == "profiled"]
-    frame = pd.concat([frame, extra_frame], ignore_index=True) if len(extra_frame) else frame
+    extra = all_steps.iloc[cfg.trainer.steps:].copy()
+    if not len(extra):  # profiler=off or placement=inline: no extra steps (and no empty row)
+        return frame, drain_rule
+    extra["phase"] = ["profile_startup"] + ["profiled"] * (len(extra) - 1)
+    return pd.concat([frame, extra], ignore_index=True), drain_rule
+
+
+def summarise(cfg, frame: pd.DataFrame, drain_rule: str, measured: Measured, context: dict[str, Any],
+              calibration: Calibration, profile_meta: dict[str, Any]) -> RunSummary:
+    """The run's RunSummary: the step statistics, floors and calibration, config and
+    provenance. `context` carries what the run resolved: workers, manifest, classes, compile_s,
+    started (the run's start, time.time())."""
     stats = steptrace.summarize(frame, cfg.pipeline.batch_size, cfg.trainer.min_measured_steps)
-    floors = steptrace.step_floor(calibration, workers.cpu_count)
-    summary = {
-        "study": cfg.study,
-        "arm": cfg.arm,
-        "run": cfg.run,
-        "repeat": cfg.repeat,
-        "seed": run_seed(cfg),
-        "size": cfg.size,
-        **stats,
-        "drain_rule": drain_rule,
-        "num_parallel_workers": workers.as_dict(),
+    workers: Workers = context["workers"]
+    floors = steptrace.step_floor(
+        compute_wall_ms=calibration.compute_wall_ms, compute_cpu_ms=calibration.compute_cpu_ms,
+        pipeline_wall_ms=calibration.pipeline_wall_ms, pipeline_cpu_ms=calibration.pipeline_cpu_ms,
+        cpu_count=workers.cpu_count)
+    profiled = steptrace.window_stats(frame[frame["phase"] == "profiled"], cfg.pipeline.batch_size)
+    manifest = context["manifest"]
+    data = {
+        "study": cfg.study, "arm": cfg.arm, "run": cfg.run, "repeat": cfg.repeat,
+        "seed": run_seed(cfg), "size": cfg.size, **stats, "drain_rule": drain_rule,
+        "num_parallel_workers": workers,
         "scenario": config_mod.to_container(cfg.scenario) if cfg.scenario.name else None,
-        "operator_settings": operator_settings(nodes),
-        "queue_capacity_batches": queue_capacity_batches(nodes, cfg.pipeline.batch_size),
-        "warmup_steps": cfg.trainer.warmup_steps,
-        "model_num_classes": train_step.num_classes,
+        "operator_settings": operator_settings(measured.nodes),
+        "queue_capacity_batches": queue_capacity_batches(measured.nodes, cfg.pipeline.batch_size),
+        "warmup_steps": cfg.trainer.warmup_steps, "model_num_classes": context["classes"],
         "factories": {"model": cfg.model._target_, "model_name": cfg.model.name,
                       "pipeline": cfg.pipeline._target_},
-        "batch_size": cfg.pipeline.batch_size,
-        "image_size": cfg.pipeline.image_size,
-        "train_wall_s": train_wall_s,
-        "precompile_s": compile_s,
-        "calibration": calibration,
-        **floors,
+        "batch_size": cfg.pipeline.batch_size, "image_size": cfg.pipeline.image_size,
+        "train_wall_s": measured.train_wall_s, "precompile_s": context["compile_s"],
+        "calibration": calibration, **floors,
         "steady_vs_floor": stats["steady_step_ms"] / floors["floor_ms"],
-        "config_hash": config_mod.config_hash(cfg),
-        "dataset_sha256": manifest["dataset_sha256"],
-        "dataset": dataset_facts(cfg, manifest),
-        **git_state(),
-        "mindspore_version": ms.__version__,
-        "mindspore_commit": mindspore_build()["commit"],
-        "device_target": cfg.trainer.device_target,
-        "mode": cfg.trainer.mode,
-        "environment": environment(),
-        "profile": profile_meta,
-        "autotune": tuned,
-        "profiled_window": steptrace.window_stats(profiled, cfg.pipeline.batch_size),
-    }
+        "config_hash": config_mod.config_hash(cfg), "dataset_sha256": manifest["dataset_sha256"],
+        "dataset": dataset_facts(cfg, manifest), **git_state(),
+        "mindspore_version": ms.__version__, "mindspore_commit": mindspore_build()["commit"],
+        "device_target": cfg.trainer.device_target, "mode": cfg.trainer.mode,
+        "environment": environment(), "profile": profile_meta, "autotune": measured.autotune,
+        "profiled_window": profiled, "run_wall_s": time.time() - context["started"]}
+    # typed through the reader's own path: a field missing or misnamed here fails at once
+    return from_dict(RunSummary, {"schema_version": RunSummary.SCHEMA_VERSION, **{
+        k: asdict(v) if is_dataclass(v) else v for k, v in data.items()}}, "the run's summary")
+
+
+def _verify(cfg, propose, train_step: TrainStep, source: str, run_dir: Path,
+            first_index: int, training_wall: float, measured_ms: pd.Series) -> dict[str, Any]:
+    """The verification windows of the model's best settings (and the run's own)."""
+    plan = propose(run_dir, cfg.verify.candidates)
+    if not plan["windows"]:
+        log.info("no verification: %s", plan["skipped"])
+        return plan
+    result = verify.run_windows(lambda images, labels: timed_step(train_step, images, labels),
+                                source, cfg, plan["windows"], run_seed(cfg) + 3, first_index,
+                                training_wall, measured_ms)
+    log.info("verification: %d windows in %.0f s (%.0f %% of the training's %.0f s)",
+             sum(1 for w in result["windows"] if "step_ms" in w), result["wall_s"],
+             100 * result["share_of_training"], training_wall)
+    return {**plan, **result}
+
+
+def run(cfg, manifest_path: str | Path | None = None,
+        propose: Callable[[Path, int], dict[str, Any]] | None = None) -> RunSummary:
+    """Train one arm; write steps.csv and summary.json into cfg.paths.run_dir.
+
+    Args:
+        cfg: the arm's resolved config (perfstudy.common.config).
+        manifest_path: the dataset's manifest (None: made or found from cfg.data).
+        propose: (run folder, k) -> the verification plan (perfstudy.decide.analysis.propose:
+            the model's best k settings beside the run's own); each is then measured in a
+            short window (perfstudy.run.verify). None: no verification.
+
+    Returns:
+        The run's summary, as written to summary.json.
+    """
+    started = time.time()
+    _setup_mindspore(cfg)  # first: a missing device fails before minutes of data work
+    check_factories(cfg)
+    check_writable(cfg.paths.run_dir, "paths.results")
+    run_dir = Path(cfg.paths.run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    manifest = load_data(cfg, manifest_path)
+    source = sources.training_source(manifest)
+    workers = pipeline.resolve_workers(cfg.pipeline.num_parallel_workers,
+                                       cfg.pipeline.global_default_workers)
+    log.info("study %s arm %s: %d images in %d classes at %s; map workers requested %s, "
+             "effective %d of %d CPUs", cfg.study, cfg.arm, manifest["num_images"],
+             manifest["num_classes"], manifest["root"], workers.requested, workers.effective,
+             workers.cpu_count)
+    train_step = TrainStep(cfg, model_classes(cfg, manifest))
+    compile_s = compile_graphs(train_step, cfg)
+    measured = measure(cfg, train_step, source, run_dir)
+    calibration = calibrate(train_step, measured.last_batch, cfg, workers, source)
+    profile_meta = measured.profiler.finish()  # the op profile's analysis, after all timing
+    frame, drain_rule = step_frame(cfg, measured.records, compile_s is not None)
+    context = {"workers": workers, "manifest": manifest, "classes": train_step.num_classes,
+               "compile_s": compile_s, "started": started}
+    summary = summarise(cfg, frame, drain_rule, measured, context, calibration, profile_meta)
     write_json(run_dir / "environment.json", full_environment())
     write_csv(run_dir / "steps.csv", frame)
-    summary["run_wall_s"] = time.time() - run_started
-    write_json(run_dir / "summary.json", summary)
+    write_summary(run_dir, summary)
     if propose is not None and cfg.verify.candidates > 0 and not cfg.pipeline.autotune:
-        summary["verification"] = _verify(cfg, propose, train_step, source, run_dir,
-                                          len(frame), summary["run_wall_s"],
-                                          frame[frame["phase"] == "measured"]["step_ms"])
-        write_json(run_dir / "summary.json", summary)
+        summary = summary.with_verification(_verify(
+            cfg, propose, train_step, source, run_dir, len(frame), summary.run_wall_s,
+            frame[frame["phase"] == "measured"]["step_ms"]))
+        write_summary(run_dir, summary)
     log.info("steady step %.0f ms, gap share %.0f %%, %.1f img/s over %d measured steps "
-             "(%d excluded); floor %.0f ms (%s)", summary["steady_step_ms"],
-             100 * summary["gap_share"], summary["images_per_s"], summary["steps_measured"],
-             summary["steps_excluded"], floors["floor_ms"], floors["binding_floor"])
+             "(%d excluded); floor %.0f ms (%s)", summary.steady_step_ms, 100 * summary.gap_share,
+             summary.images_per_s, summary.steps_measured, summary.steps_excluded,
+             summary.floor_ms, summary.binding_floor)
     return summary

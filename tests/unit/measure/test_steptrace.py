@@ -79,8 +79,8 @@ def test_too_few_measured_steps_is_an_error_that_says_what_to_raise():
 
 def test_cpu_floor_and_binding_floor():
     assert steptrace.cpu_bound(3000, 1000, 2) == 2000
-    floors = steptrace.step_floor({"compute_wall_ms": 600, "compute_cpu_ms": 1100,
-                                   "pipeline_wall_ms": 1500, "pipeline_cpu_ms": 3000}, 2)
+    floors = steptrace.step_floor(compute_wall_ms=600, compute_cpu_ms=1100,
+                                  pipeline_wall_ms=1500, pipeline_cpu_ms=3000, cpu_count=2)
     assert floors["cpu_floor_ms"] == pytest.approx(2050)
     assert floors["binding_floor"] == "cpu"
     assert floors["floor_ms"] == pytest.approx(2050)

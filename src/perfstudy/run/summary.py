@@ -1,0 +1,183 @@
+"""The run's summary (summary.json): one typed record, made here, read by every later stage.
+
+`RunSummary` is what a training hands the analysis, the tracking and the report. It is
+written by `write_summary` and read back by `read_summary` only; a summary of another
+schema version is refused with the way to remake it (retrain the arm). Fields that a run may
+lack are typed `X | None`; nothing downstream guesses at a missing key.
+
+Where a field comes from, in one hop: the step statistics from
+perfstudy.measure.steptrace.summarize, the floors from steptrace.step_floor, the
+calibration from perfstudy.run.train.calibrate, the provenance from
+perfstudy.common.provenance, the rest from the run's config (perfstudy.run.train.summarise).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from perfstudy.common.records import doc, read_record, write_record
+from perfstudy.run.settings import Workers
+
+FILE = "summary.json"
+
+
+@dataclass(frozen=True)
+class Spread:
+    """A per-step quantity over the measured window: median, 10th/90th percentile, mean (ms)."""
+
+    median: float
+    p10: float
+    p90: float
+    mean: float
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """Each side alone: the network on a batch in hand, the pipeline with no network.
+
+    CPU times are the whole process's (all MindSpore and MindData threads), per step/batch."""
+
+    compute_wall_ms: float = doc("the network's step, wall time, on a batch already in hand")
+    compute_cpu_ms: float = doc("the network's step, process CPU time")
+    pipeline_wall_ms: float = doc("the pipeline alone at this arm's setting, wall ms per batch")
+    pipeline_cpu_ms: float = doc("the pipeline alone, process CPU ms per batch")
+    compute_steps: int = doc("network steps timed")
+    pipeline_batches: int = doc("pipeline batches timed (after one start-up batch)")
+    operators: list[dict[str, Any]] = doc(
+        "the operator probe (perfstudy.run.opprobe.probe): per sized operator its address, "
+        "operations and the wall/CPU ms per batch measured alone at each setting",
+        default_factory=list)
+
+
+@dataclass(frozen=True)
+class WindowStats:
+    """Step and gap share of a run of steps outside the measured window (the profiled one)."""
+
+    steps: int
+    steady_step_ms: float
+    gap_share: float
+    images_per_s: float
+
+
+@dataclass(frozen=True)
+class Factories:
+    """The `_target_` factories that built the model and the pipeline."""
+
+    model: str
+    model_name: str | None
+    pipeline: str
+
+
+@dataclass(frozen=True)
+class DatasetFacts:
+    """What the run read: the dataset's size and images, and what preparing it would give."""
+
+    source: str | None = doc("generated | folder | prepared")
+    root: str | None = doc("the folder (or MindRecord) trained on")
+    num_images: int | None = doc("images in the dataset")
+    num_classes: int | None = doc("classes (sub-folders) in the dataset")
+    total_bytes: int | None = doc("bytes of the image files")
+    mean_megapixels: float | None = doc("mean megapixels per image (sampled sizes)", default=None)
+    bounded_megapixels: float | None = doc(
+        "mean megapixels at this config's bounded resolution (the decode remedy's size)",
+        default=None)
+    bound_rule: str | None = doc("the rule that sets the bounded resolution", default=None)
+    prepared: dict[str, Any] | None = doc(
+        "for a prepared dataset: its format, record, source manifest, settings and what the "
+        "preparation took (perfstudy.data.prepare)", default=None)
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """One arm's trained run: its measured step, floors, calibration and provenance."""
+
+    SCHEMA_VERSION = 1
+    KIND = "run summary (summary.json)"
+    RERUN = ("retrain that arm with this code (snakemake --cores all --forcerun train), or "
+             "delete its results/runs/<study>/<arm>/ folder and run snakemake again")
+
+    study: str = doc("the study (workflow config `study`)")
+    arm: str = doc("the arm's name in the study")
+    run: str = doc("the run's folder name: the arm, with _r<k> for repeat k > 1")
+    repeat: int = doc("which repeat of the arm (1-based)")
+    seed: int = doc("the run's seed (trainer.seed + 10 per further repeat)")
+    size: str = doc("the size profile (smoke, cpu_demo, paper)")
+    # the step statistics (perfstudy.measure.steptrace.summarize)
+    steps_total: int = doc("steps timed on the measured pipeline")
+    steps_measured: int = doc("steps in the steady measured window")
+    steps_excluded: int = doc("steps before the window (compile or start-up, warm-up, drain)")
+    steps_profiled: int = doc("steps run with the profilers, after the measured ones")
+    steps_excluded_by_phase: dict[str, int] = doc("excluded steps per phase")
+    first_measured_step: int = doc("index of the window's first step")
+    before_window_ms: float = doc("wall time of the steps before the window, from the "
+                                  "pipeline's launch")
+    first_step_ms: float = doc("the first step's time")
+    step_ms: Spread = doc("step time over the window")
+    gap_ms: Spread = doc("iteration gap (wait for the batch) over the window")
+    fwd_bwd_ms: Spread = doc("forward + backward over the window")
+    tail_ms: Spread = doc("iteration tail (optimizer update) over the window")
+    gap_share: float = doc("share of the window's wall time spent waiting for data")
+    window_wall_s: float = doc("the window's wall time")
+    steady_step_ms: float = doc("the window's wall time per step (the steady step)")
+    images_per_s: float = doc("batch size / steady step")
+    final_loss: float = doc("the loss of the last step")
+    drain_rule: str = doc("how the window's start was found (the buffered batches drained)")
+    num_parallel_workers: Workers = doc("map workers requested, effective, defaults, CPUs")
+    scenario: dict[str, Any] | None = doc("the scenario's config (benchmark studies only)")
+    operator_settings: dict[str, Any] = doc(
+        "workers (and processes: <key>_multiprocessing) per sized operator, by config key")
+    queue_capacity_batches: float = doc("batches the operators' declared queues hold when full")
+    warmup_steps: int = doc("trainer.warmup_steps")
+    model_num_classes: int = doc("outputs of the model's head")
+    factories: Factories = doc("the model's and the pipeline's factories")
+    batch_size: int = doc("images per batch")
+    image_size: int = doc("the network's input size (px)")
+    train_wall_s: float = doc("wall time of the measured training loop")
+    precompile_s: float | None = doc("graph compile on a synthetic batch (None: not compiled first)")
+    calibration: Calibration = doc("each side alone (network, pipeline, operators)")
+    # the floors (perfstudy.measure.steptrace.step_floor)
+    compute_floor_ms: float = doc("the network alone per step")
+    input_floor_ms: float = doc("the pipeline alone per batch")
+    cpu_floor_ms: float = doc("(pipeline + network CPU-ms) / cores")
+    floor_ms: float = doc("the highest of the three floors")
+    binding_floor: str = doc("which floor is highest: compute | input | cpu")
+    steady_vs_floor: float = doc("steady step / floor_ms")
+    config_hash: str = doc("hash of the resolved config")
+    dataset_sha256: str = doc("the dataset manifest's digest of its files")
+    dataset: DatasetFacts = doc("the dataset's facts")
+    git_sha: str = doc("commit of the code ('unknown' outside a git checkout)")
+    git_dirty: bool | None = doc("uncommitted changes in the work tree")
+    mindspore_version: str = doc("MindSpore's version")
+    mindspore_commit: str | None = doc("the commit MindSpore was built from")
+    device_target: str = doc("CPU | GPU | Ascend")
+    mode: str = doc("graph | pynative")
+    environment: dict[str, Any] = doc("machine and packages (perfstudy.common.provenance)")
+    profile: dict[str, Any] = doc("what the profilers recorded (perfstudy.measure.profiling)")
+    autotune: dict[str, Any] | None = doc("what Dataset AutoTune settled on (its arms only)")
+    profiled_window: WindowStats | None = doc("the profiled steps' step and gap share")
+    run_wall_s: float = doc("the run's wall time up to the summary (training, profiling, "
+                            "calibration)")
+    verification: dict[str, Any] | None = doc(
+        "the verification windows of the model's best settings (perfstudy.run.verify), and "
+        "the plan they measured", default=None)
+
+    @property
+    def name(self) -> str:
+        """The run's folder name (the arm for its first repeat)."""
+        return self.run
+
+    def with_verification(self, verification: dict[str, Any]) -> RunSummary:
+        """The same summary with its verification windows."""
+        return replace(self, verification=verification)
+
+
+def write_summary(run_dir: str | Path, summary: RunSummary) -> Path:
+    """Write `run_dir`/summary.json."""
+    return write_record(Path(run_dir) / FILE, summary)
+
+
+def read_summary(run_dir: str | Path) -> RunSummary:
+    """Read `run_dir`/summary.json (refused, in one sentence, if another schema version)."""
+    return read_record(Path(run_dir) / FILE, RunSummary)
