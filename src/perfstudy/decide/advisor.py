@@ -42,7 +42,7 @@ from typing import Any
 
 import pandas as pd
 
-from perfstudy.run.settings import BUILTIN_PIPELINE, MP, PRIMARY_KEY, pipeline_factory
+from perfstudy.run.settings import BUILTIN_PIPELINE, MP, PRIMARY_KEY
 from perfstudy.run.summary import RunSummary
 
 WITHIN_BEST = 0.05
@@ -190,7 +190,7 @@ def _rest_key(summary: RunSummary, probed: set[str]) -> str:
     """The key that sizes "the rest of the pipeline" without a profile: the article's map on
     the case study's pipeline; on any other, its first sized operator not probed alone (by
     address, as pipeline.json lists them)."""
-    if pipeline_factory(summary) == BUILTIN_PIPELINE:
+    if summary.factories.pipeline == BUILTIN_PIPELINE:
         return PRIMARY_KEY
     keys = [k for k in summary.operator_settings or {} if not k.endswith(MP) and k not in probed]
     return keys[0] if keys else PRIMARY_KEY

@@ -30,7 +30,7 @@ from typing import Any
 
 from perfstudy.decide.advisor import COMPUTES, canonical, describe_settings, predict, stage_ms, step_swing
 from perfstudy.decide.verification import reference, verdict
-from perfstudy.run.settings import ADDRESSED, BUILTIN_PIPELINE, MP, pipeline_factory
+from perfstudy.run.settings import ADDRESSED, BUILTIN_PIPELINE, MP
 from perfstudy.run.summary import RunSummary
 
 MOVES_STEP = 0.10  # an operator whose setting moves the step this much sets it (one run's noise)
@@ -202,7 +202,7 @@ def _decode_remedy(advice: dict[str, Any], summary: RunSummary, best: dict[str, 
 def _prepare_how(summary: RunSummary) -> str:
     """How to get the prepared source: data.prepared for the case study's pipeline (it reads
     the MindRecord); a user's own pipeline reads folders, so it is given a folder copy."""
-    factory = pipeline_factory(summary)
+    factory = summary.factories.pipeline
     if factory == BUILTIN_PIPELINE:
         return "data.prepared=true converts it once to MindRecord"
     return (f"{factory} reads the source as it is: give it a copy re-encoded at that "

@@ -208,12 +208,12 @@ def profiler_effect(summary: RunSummary) -> dict[str, Any] | None:
     window = summary.profiled_window
     if not window:
         return None
-    ratio = window["steady_step_ms"] / summary.steady_step_ms
-    return {"steps": window["steps"], "profiled_step_ms": window["steady_step_ms"],
+    ratio = window.steady_step_ms / summary.steady_step_ms
+    return {"steps": window.steps, "profiled_step_ms": window.steady_step_ms,
             "measured_step_ms": summary.steady_step_ms, "step_ratio": ratio,
-            "profiled_gap_share": window["gap_share"], "measured_gap_share": summary.gap_share,
-            "sentence": (f"The {window['steps']} profiled steps took {window['steady_step_ms']:.0f} ms each "
+            "profiled_gap_share": window.gap_share, "measured_gap_share": summary.gap_share,
+            "sentence": (f"The {window.steps} profiled steps took {window.steady_step_ms:.0f} ms each "
                          f"against {summary.steady_step_ms:.0f} ms unprofiled ({ratio:.2f}x), gap share "
-                         f"{100 * window['gap_share']:.1f} % against {100 * summary.gap_share:.1f} %; "
+                         f"{100 * window.gap_share:.1f} % against {100 * summary.gap_share:.1f} %; "
                          "the verdict's numbers come from the unprofiled steps, the queues and kernels "
                          "from the profiled ones.")}

@@ -107,10 +107,10 @@ def _cost(settings: dict[str, Any], now: dict[str, Any]) -> tuple:
 def reference(summary: RunSummary) -> dict[str, Any] | None:
     """The run's own measured window as a window: its mean step and standard error (from the
     p10..p90 spread of its steps: 2.56 standard deviations of a normal spread)."""
-    spread, n = summary.step_ms or {}, summary.steps_measured or 0
-    if not summary.steady_step_ms or n < 2 or "p90" not in spread:
+    spread, n = summary.step_ms, summary.steps_measured
+    if not summary.steady_step_ms or n < 2:
         return None
-    sd = (spread["p90"] - spread["p10"]) / 2.56
+    sd = (spread.p90 - spread.p10) / 2.56
     return {"step_ms": summary.steady_step_ms, "rse": sd / math.sqrt(n) / summary.steady_step_ms}
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import base64
 import html
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +20,7 @@ from perfstudy.decide.decision import describe_changes  # noqa: E402
 from perfstudy.decide.diagnosis import input_bound_band, verdict_label  # noqa: E402
 from perfstudy.present import peers, repeats, scaling, verified  # noqa: E402
 from perfstudy.present.figstyle import legend_below  # noqa: E402
-from perfstudy.run.settings import ADDRESSED, BUILTIN_PIPELINE, MP, pipeline_factory  # noqa: E402
+from perfstudy.run.settings import ADDRESSED, BUILTIN_PIPELINE, MP  # noqa: E402
 from perfstudy.run.summary import RunSummary, read_summary
 
 # The case study's table (CASE_STUDY.md): ResNet50, batch 32, accelerator, MindInsight.
@@ -51,7 +51,7 @@ def load_arm(run_dir: str | Path, name: str) -> Arm:
 
 
 def _workers_text(summary: RunSummary) -> str:
-    factory = pipeline_factory(summary)
+    factory = summary.factories.pipeline
     if factory != BUILTIN_PIPELINE:  # a user's pipeline: its operators by address
         settings = summary.operator_settings or {}
         sized = [f"{key.removeprefix(ADDRESSED)} {value} worker{'s' if value != 1 else ''}"
@@ -75,7 +75,7 @@ def verdict(arm: Arm, baseline: Arm | None) -> str:
     head = (f"{arm.name} ({_workers_text(s)}): "
             + ("not input-bound" if band == "not" else f"{band} input-bound")
             + f", the step waits for data {100 * s.gap_share:.0f} % of the time "
-            f"(gap {s.gap_ms['mean']:.0f} ms of a {s.steady_step_ms:.0f} ms steady step)")
+            f"(gap {s.gap_ms.mean:.0f} ms of a {s.steady_step_ms:.0f} ms steady step)")
     if baseline is not None and arm is not baseline:
         head += f", {baseline.summary.steady_step_ms / s.steady_step_ms:.2f}x the baseline's speed"
     if arm.diagnosis:
@@ -135,7 +135,7 @@ def verdict_line(arm: Arm, baseline: Arm | None) -> str:
     else:
         decode = kind == "decode" or any(str(r).startswith("decode less") for r in rec.get("remedies", []))
         measured_word = " (measured)" if rec.get("verified") else ""
-        decode_words = (REMEDY_WORDS["decode"] if pipeline_factory(s) == BUILTIN_PIPELINE
+        decode_words = (REMEDY_WORDS["decode"] if s.factories.pipeline == BUILTIN_PIPELINE
                         else "decode less (a copy of the source re-encoded smaller)")
         todo = (f"no worker setting helps{measured_word}; " if action == "cannot_help"
                 else f"keep the settings{measured_word}; ") + (
@@ -399,8 +399,8 @@ def _setup_table(arms: list[Arm]) -> pd.DataFrame:
             "device": f"{s.device_target} ({s.mode} mode)",
             "CPU": f"{env['cpu_model']} x{env['usable_cpus']}",
             "input": f"{s.batch_size} x {s.image_size} px",
-            "data": (f"{s.dataset['num_images']} JPEGs, {s.dataset['total_bytes'] / 1e6:.0f} MB "
-                     f"({s.dataset['source']})"),
+            "data": (f"{s.dataset.num_images} JPEGs, {s.dataset.total_bytes / 1e6:.0f} MB "
+                     f"({s.dataset.source})"),
             "steps measured / excluded": (f"{s.steps_measured} / {s.steps_excluded} "
                                           f"{s.steps_excluded_by_phase}"),
             "MindSpore": s.mindspore_version,
@@ -415,7 +415,7 @@ def _spread_table(arms: list[Arm]) -> pd.DataFrame:
         s = arm.summary
         for part in ("step_ms", "gap_ms", "fwd_bwd_ms", "tail_ms"):
             rows.append({"arm": arm.name, "part": part,
-                         **{k: f"{v:.1f}" for k, v in s[part].items()}})
+                         **{k: f"{v:.1f}" for k, v in asdict(getattr(s, part)).items()}})
     return pd.DataFrame(rows)
 
 

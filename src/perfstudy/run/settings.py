@@ -5,21 +5,13 @@ Python runs in worker processes. Light on purpose (no MindSpore): decide/ import
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from perfstudy.run.summary import RunSummary
+from typing import Any
 
 MP = ":multiprocessing"  # suffix of a settings key: the map runs in processes
 PRIMARY_KEY = "pipeline.num_parallel_workers"  # the article's map
 ADDRESSED = "pipeline.workers."  # a settings key of any pipeline's operator, by address
 # the case study's own pipeline factory: its config keys are aliases of operator addresses
 BUILTIN_PIPELINE = "perfstudy.run.pipeline.case_study"
-
-
-def pipeline_factory(summary: RunSummary) -> str:
-    """The pipeline factory a run's summary.json records."""
-    return summary.factories.pipeline
 
 
 def operator_settings(nodes: list[dict]) -> dict[str, Any]:

@@ -1,6 +1,7 @@
 """Where a run ran: host, CPU, cores and the scheduler's job; unlike machines are flagged."""
 
 import pandas as pd
+from records import make_summary
 
 from perfstudy.common import provenance
 from perfstudy.present.report import Arm, machines_check
@@ -24,7 +25,7 @@ def test_a_slurm_job_is_recorded(monkeypatch):
 
 def _arm(name, model, cores):
     summary = {"environment": {"cpu_model": model, "usable_cpus": cores, "host": f"{name}-host"}}
-    return Arm(name, summary, pd.DataFrame())
+    return Arm(name, make_summary(summary), pd.DataFrame())
 
 
 def test_unlike_cpus_are_flagged_in_one_sentence():

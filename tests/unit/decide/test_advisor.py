@@ -4,10 +4,15 @@ import shutil
 
 import pandas as pd
 import pytest
+from records import make_summary
 
 from perfstudy.common.io import read_json
 from perfstudy.decide import advisor
 from perfstudy.run import settings
+
+
+def _typed(summary, ops):
+    return make_summary(summary), ops
 
 
 def _summary(cores=2, workers=1, net_wall=500.0, net_cpu=900.0, pipe_wall=3040.0, pipe_cpu=3000.0,
@@ -36,7 +41,7 @@ def _by_workers(advice):
 
 def test_a_computing_map_scales_until_the_cores_are_full():
     # map: 95 % of a core over a 3200 ms step = 3040 CPU-ms per batch; 8 cores
-    advice = advisor.advise(_summary(cores=8), _ops(95.0, 95.0))
+    advice = advisor.advise(make_summary(_summary(cores=8)), _ops(95.0, 95.0))
     steps = {w: row["step_ms"] for w, row in _by_workers(advice).items()}
     assert steps[1] == pytest.approx(3040.0)
     assert steps[2] == pytest.approx(1520.0)
@@ -48,7 +53,7 @@ def test_a_computing_map_scales_until_the_cores_are_full():
 
 
 def test_on_few_cores_the_cpu_floor_binds_and_the_pick_is_the_smallest_near_best():
-    advice = advisor.advise(_summary(cores=2), _ops(95.0, 95.0))
+    advice = advisor.advise(make_summary(_summary(cores=2)), _ops(95.0, 95.0))
     rows = _by_workers(advice)
     floor = (3040.0 + 30.4 + 900.0) / 2  # map + other ops (1 % of 3040) + network CPU-ms, 2 cores
     assert rows[2]["step_ms"] == pytest.approx(floor)
@@ -59,7 +64,7 @@ def test_on_few_cores_the_cpu_floor_binds_and_the_pick_is_the_smallest_near_best
 
 def test_a_waiting_map_scales_with_workers_up_to_the_cpus():
     # 10 % of a core per worker, and the queues say it holds the chain up: it sleeps or reads
-    advice = advisor.advise(_summary(cores=2, pipe_wall=3200.0, steady=3200.0), _ops(10.0, 10.0))
+    advice = advisor.advise(make_summary(_summary(cores=2, pipe_wall=3200.0, steady=3200.0)), _ops(10.0, 10.0))
     assert advice["stages"][0]["kind"] == "waits"
     rows = _by_workers(advice)
     assert rows[1]["step_ms"] == pytest.approx(3200.0)
@@ -69,13 +74,13 @@ def test_a_waiting_map_scales_with_workers_up_to_the_cpus():
 
 def test_an_idle_map_is_not_mistaken_for_a_waiting_one():
     # little CPU, but its output queue is full: it is blocked downstream, not waiting on I/O
-    advice = advisor.advise(_summary(cores=2), _ops(10.0, 10.0, map_queue=1.0, leaf_queue=1.0))
+    advice = advisor.advise(make_summary(_summary(cores=2)), _ops(10.0, 10.0, map_queue=1.0, leaf_queue=1.0))
     assert advice["stages"][0]["kind"] == "computes"
     assert advice["pick"] == advice["now"]  # no worker count is predicted to help
 
 
 def test_without_a_profile_the_calibration_stands_in():
-    advice = advisor.advise(_summary(cores=4, pipe_cpu=2800.0, pipe_wall=2900.0), None)
+    advice = advisor.advise(make_summary(_summary(cores=4, pipe_cpu=2800.0, pipe_wall=2900.0)), None)
     assert advice["source"].startswith("calibration")
     assert advice["stages"][0]["cpu_ms_per_batch"] == 2800.0
     assert "from the calibration" in advice["sentence"]
@@ -89,7 +94,7 @@ def test_a_python_map_is_read_off_its_probe():
         {"workers": 1, "multiprocessing": True, "wall_ms_per_batch": 403.0, "cpu_ms_per_batch": 400.0},
         {"workers": 2, "multiprocessing": True, "wall_ms_per_batch": 204.0, "cpu_ms_per_batch": 400.0}]}]
     ops = _ops(95.0, 95.0).assign(config_key=[None, "pipeline.extra_transform_workers", None])
-    advice = advisor.advise(summary, ops)
+    advice = advisor.advise(make_summary(summary), ops)
     assert advice["stages"][0]["kind"] == "probed"
     # it computes in Python, so it takes turns with the network's step on the GIL: in thread
     # workers one worker's 404 ms + 180 ms however many; in 2 worker processes 204 ms + 180 ms
@@ -121,7 +126,7 @@ def _mixed_map_summary(gil_ms: float | None, steady: float) -> tuple[dict, pd.Da
 
 def test_a_mixed_maps_measured_gil_share_lets_its_thread_workers_scale():
     summary, ops = _mixed_map_summary(gil_ms=100.0, steady=2400.0)
-    advice = advisor.advise(summary, ops)
+    advice = advisor.advise(make_summary(summary), ops)
     stage = advice["stages"][0]
     assert stage["gil_measured"] and stage["gil_share"] == pytest.approx(100.0 / 3600.0)
     one = advisor.predict(advice, {"pipeline.workers.map_2": 1})
@@ -130,7 +135,7 @@ def test_a_mixed_maps_measured_gil_share_lets_its_thread_workers_scale():
     assert one["step_ms"] == pytest.approx(3600.0) and two["step_ms"] == pytest.approx(2400.0)
     # without the GIL point the same probe counts as all GIL: 1 and 2 threads alike (the old
     # reading, which missed mindcv's sweep by up to 38 %)
-    flagged = advisor.advise(*_mixed_map_summary(gil_ms=None, steady=2400.0))
+    flagged = advisor.advise(*_typed(*_mixed_map_summary(gil_ms=None, steady=2400.0)))
     assert not flagged["stages"][0]["gil_measured"] and flagged["stages"][0]["gil_share"] == 1.0
     assert advisor.predict(flagged, {"pipeline.workers.map_2": 2})["binding"] == "gil"
 
@@ -138,7 +143,7 @@ def test_a_mixed_maps_measured_gil_share_lets_its_thread_workers_scale():
 def test_the_gil_pairs_run_alone_is_a_second_sample_of_the_one_thread_point():
     summary, ops = _mixed_map_summary(gil_ms=100.0, steady=3800.0)
     summary["calibration"]["operators"][0]["gil"]["wall_ms_per_batch_alone"] = 4000.0
-    advice = advisor.advise(summary, ops)
+    advice = advisor.advise(make_summary(summary), ops)
     assert advice["stages"][0]["gil_share"] == pytest.approx(100.0 / 4000.0)
     one = advisor.predict(advice, {"pipeline.workers.map_2": 1})
     assert one["slowest_stage_ms"] == pytest.approx(3800.0)  # (3600 + 4000) / 2
@@ -150,15 +155,15 @@ def test_a_step_below_its_probed_stage_does_not_scale_the_model_down():
     # the run (1 thread) measured 3100 ms, the map alone at 1 thread took 3600: sharing the cores
     # cannot make it faster, so the model keeps the probe's level (2 threads: its 2400 ms)
     summary, ops = _mixed_map_summary(gil_ms=100.0, steady=3100.0)
-    advice = advisor.advise(summary, ops)
+    advice = advisor.advise(make_summary(summary), ops)
     assert advice["now"]["pipeline.workers.map_2"] == 1 and advice["level"] == pytest.approx(1.0)
     assert advisor.predict(advice, {"pipeline.workers.map_2": 2})["step_ms"] == pytest.approx(2400.0)
     slower, ops = _mixed_map_summary(gil_ms=100.0, steady=4320.0)  # a slower step still levels
-    assert advisor.advise(slower, ops)["level"] == pytest.approx(1.2)
+    assert advisor.advise(make_summary(slower), ops)["level"] == pytest.approx(1.2)
 
 
 def test_the_model_is_levelled_on_the_runs_own_step():
-    advice = advisor.advise(_summary(cores=8, steady=3344.0), _ops(95.0, 95.0))
+    advice = advisor.advise(make_summary(_summary(cores=8, steady=3344.0)), _ops(95.0, 95.0))
     assert advice["level"] == pytest.approx(1.1)  # measured 3344 / modelled 3040
     assert advice["predicted_now_ms"] == pytest.approx(3344.0)
     assert _by_workers(advice)[2]["step_ms"] == pytest.approx(1.1 * 1520.0)
@@ -166,7 +171,7 @@ def test_the_model_is_levelled_on_the_runs_own_step():
 
 
 def test_compare_states_the_error_of_every_prediction():
-    advice = advisor.advise(_summary(cores=8), _ops(95.0, 95.0))
+    advice = advisor.advise(make_summary(_summary(cores=8)), _ops(95.0, 95.0))
     table = advisor.compare(advice, {1: 3200.0, 2: 1600.0, 12: 520.0})  # model levelled at 3040
     assert list(table["settings"].str.contains("pipeline.num_parallel_workers=")) == [True] * 3
     assert table.loc[0, "error"] == pytest.approx((3040 - 3200) / 3200)
@@ -236,7 +241,7 @@ def test_without_a_profile_a_probed_python_map_is_still_its_own_stage():
             {"workers": 2, "multiprocessing": False, "wall_ms_per_batch": 2663.0, "cpu_ms_per_batch": 2660.0},
             {"workers": 1, "multiprocessing": True, "wall_ms_per_batch": 2600.0, "cpu_ms_per_batch": 2600.0},
             {"workers": 2, "multiprocessing": True, "wall_ms_per_batch": 1352.0, "cpu_ms_per_batch": 2700.0}]}]
-    advice = advisor.advise(summary, None)
+    advice = advisor.advise(make_summary(summary), None)
     assert [s["label"] for s in advice["stages"]] == [
         "PythonBurn (pipeline.extra_transform_workers)", "the rest of the pipeline"]
     assert advice["pick"]["pipeline.extra_transform_workers"] == 2
@@ -257,7 +262,7 @@ def test_without_a_profile_an_addressed_maps_operations_come_from_its_probe():
         "workers_now": 2, "multiprocessing_now": False, "points": [
             {"workers": 1, "multiprocessing": False, "wall_ms_per_batch": 2400.0, "cpu_ms_per_batch": 2400.0},
             {"workers": 2, "multiprocessing": False, "wall_ms_per_batch": 1300.0, "cpu_ms_per_batch": 2500.0}]}]
-    stage = advisor.advise(summary, None)["stages"][0]
+    stage = advisor.advise(make_summary(summary), None)["stages"][0]
     assert stage["label"].startswith("map_2 [RandomCropDecodeResize")
     assert stage["operations"] == ["RandomCropDecodeResize", "RandomHorizontalFlip", "RandAugment", "HWC2CHW"]
     assert decision.culprit_kind(stage) == "decode"
@@ -269,14 +274,15 @@ def test_the_prepared_source_is_predicted_from_the_decode_cost_per_megapixel():
     summary = {**_summary(cores=8), "dataset": {"mean_megapixels": 16.0, "bounded_megapixels": 0.016,
                                                 "bound_rule": "per image, the crop bound"}}
     ops = _ops(95.0, 95.0).assign(operations=["", "Decode", ""])
-    advice = advisor.advise(summary, ops)
-    predicted = decision.prepared_prediction(advice, summary)
+    advice = advisor.advise(make_summary(summary), ops)
+    predicted = decision.prepared_prediction(advice, make_summary(summary))
     # the map's 3040 CPU-ms per batch at 16 MP is 3.04 at 0.016 MP: the network's 500 ms binds
     assert decision.prepared_step_at(predicted, {settings.PRIMARY_KEY: 1}) == pytest.approx(500.0, rel=0.02)
     assert predicted["now"] == pytest.approx(500.0, rel=0.02)
     assert {r["binding"] for r in predicted["predictions"]} == {"network"}
     assert decision.prepared_step_at(predicted, {settings.PRIMARY_KEY: 99}) is None
     # nothing decodes, or the source is already within the bound: no prediction
-    assert decision.prepared_prediction(advisor.advise(summary, _ops(95.0, 95.0)), summary) is None
+    typed = make_summary(summary)
+    assert decision.prepared_prediction(advisor.advise(typed, _ops(95.0, 95.0)), typed) is None
     within = {**summary, "dataset": {"mean_megapixels": 0.01, "bounded_megapixels": 0.01}}
-    assert decision.prepared_prediction(advisor.advise(within, ops), within) is None
+    assert decision.prepared_prediction(advisor.advise(make_summary(within), ops), make_summary(within)) is None

@@ -29,15 +29,15 @@ def test_the_case_study_claims_are_scored_from_the_measured_arms(arms):
     card = claims.score(claims.load(SEED_CLAIMS), arms)
     base, tuned = (a.summary for a in arms)
     got = _by_id(card)
-    assert got["baseline_input_bound"]["measured"] == pytest.approx(base["gap_share"])
-    assert got["baseline_input_bound"]["passed"] is (base["gap_share"] >= 0.5)
+    assert got["baseline_input_bound"]["measured"] == pytest.approx(base.gap_share)
+    assert got["baseline_input_bound"]["passed"] is (base.gap_share >= 0.5)
     assert got["culprit_is_map"]["measured"] == "pipeline.num_parallel_workers"
     # MindSpore's own analyzer, run on the same profile, names Batch / prefetch_size here
     assert got["culprit_beats_analyzer"]["measured"] == "ours only"
     assert "Batch #1 (increase prefetch_size)" in got["culprit_beats_analyzer"]["detail"]
-    assert got["tuned_faster"]["measured"] == pytest.approx(base["steady_step_ms"] / tuned["steady_step_ms"])
+    assert got["tuned_faster"]["measured"] == pytest.approx(base.steady_step_ms / tuned.steady_step_ms)
     assert got["tuned_faster"]["published_text"] == "4.98x"
-    allowed = base["steady_step_ms"] / tuned["floor_ms"]
+    allowed = base.steady_step_ms / tuned.floor_ms
     assert got["tuned_near_allowed"]["measured"] == pytest.approx(got["tuned_faster"]["measured"] / allowed)
     assert f"{allowed:.2f}x" in card["headline"] and "(published 4.98x)" in card["headline"]
     # the advisor's pick ran (2 workers on 2 CPUs): it is checked against the best measured
@@ -138,7 +138,7 @@ def test_each_verdict_is_one_line_with_its_reasoning_one_click_away(arms, tmp_pa
         assert len(line.split()) <= report.MAX_VERDICT_WORDS, line
         answer = arm.diagnosis["recommendation"]
         assert report.verdict_label(arm.diagnosis["bound"]) in line and "do: " in line
-        assert f"measured {arm.summary['steady_step_ms']:.0f} ms" in line
+        assert f"measured {arm.summary.steady_step_ms:.0f} ms" in line
         if answer["action"] == "set_workers":  # what to do and its predicted gain, the decision's
             assert f"{answer['predicted_step_ms']:.0f} ms ({1 + answer['predicted_gain']:.2f}x, not verified)" in line
     assert sum(line.startswith("  - why: ") for line in block) == 2
@@ -168,15 +168,15 @@ def test_a_claim_over_repeats_gets_its_median_interval_and_an_honest_inconclusiv
 
 def test_the_scorecard_scores_every_repeat(arms):
     import copy
+    from dataclasses import replace
 
     runs = list(arms)
     for repeat, share in ((2, 0.30), (3, 0.01)):
         for arm in arms:
             again = copy.deepcopy(arm)
             again.name = f"{arm.name}.r{repeat}"
-            again.summary["repeat"] = repeat
-            if arm.name == "tuned":
-                again.summary["gap_share"] = share
+            again.summary = replace(arm.summary, repeat=repeat,
+                                    gap_share=share if arm.name == "tuned" else arm.summary.gap_share)
             runs.append(again)
     card = claims.score(claims.load(SEED_CLAIMS), arms, runs)
     got = _by_id(card)

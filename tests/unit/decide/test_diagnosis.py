@@ -4,6 +4,7 @@ import math
 
 import pandas as pd
 import pytest
+from records import edited, make_summary
 
 from perfstudy.decide import diagnosis
 
@@ -26,7 +27,7 @@ def ops_frame(usages: list[tuple[str, float, float]], workers: int = 1, keys=Non
 
 def summary(gap_share=0.6, steady=4000.0, cpu_floor=2400.0, binding="input", workers=1, cores=2,
             pipeline_wall=3900.0, compute=1300.0):
-    return {
+    return make_summary({
         "study": "s", "arm": "a", "gap_share": gap_share, "steady_step_ms": steady,
         "gap_ms": {"mean": gap_share * steady}, "cpu_floor_ms": cpu_floor, "binding_floor": binding,
         "steady_vs_floor": steady / max(cpu_floor, pipeline_wall),
@@ -34,9 +35,10 @@ def summary(gap_share=0.6, steady=4000.0, cpu_floor=2400.0, binding="input", wor
         "num_parallel_workers": {"effective": workers, "cpu_count": cores, "requested": None},
         "calibration": {"pipeline_wall_ms": pipeline_wall, "pipeline_cpu_ms": 0.95 * pipeline_wall,
                         "compute_wall_ms": compute, "compute_cpu_ms": 1.8 * compute},
-        "dataset": {"total_bytes": 160 * 3.9e6, "num_images": 160, "mean_megapixels": 16.0},
+        "dataset": {"total_bytes": 160 * 3.9e6, "num_images": 160, "mean_megapixels": 16.0,
+                    "bounded_megapixels": 0.017328},
         "image_size": 32, "queue_capacity_batches": 4.0, "warmup_steps": 1,
-    }
+    })
 
 
 def steps(compute_ms=1300.0, n=5):
@@ -174,11 +176,13 @@ def test_not_input_bound_has_no_culprit_even_with_an_empty_map_queue():
 
 def test_a_window_faster_than_the_input_floor_gets_no_verdict():
     # 12 steps served from batches buffered at start-up: 435 ms against a 483 ms pipeline alone
-    s = summary(gap_share=0.3, steady=435, pipeline_wall=483, compute=150, cpu_floor=300)
+    # the 2 steps before the window took 2898 ms: 6 batches made at 483 ms, 2 consumed
+    s = edited(summary(gap_share=0.3, steady=435, pipeline_wall=483, compute=150, cpu_floor=300),
+               before_window_ms=2898.0, first_measured_step=2)
     result = diagnosis.diagnose(s, steps(150), None)
     rec = result["recommendation"]
     assert result["bound"] == "not_steady" and rec["action"] == "not_steady"
-    # 4 buffered batches, each step drains 483 - 150 = 333 ms: 6 steps; 1 + 1 + 6 + 10 = 18
+    # 4 buffered batches, each step drains 483 - 150 = 333 ms: 6 steps; 2 + 6 + 10 = 18
     assert rec["validity"]["drain_steps"] == 6 and rec["validity"]["steps_needed"] == 18
     assert "trainer.steps >= 18" in rec["sentence"]
     assert result["headline"].startswith("No verdict")
@@ -187,13 +191,13 @@ def test_a_window_faster_than_the_input_floor_gets_no_verdict():
 def test_a_window_that_outlasts_any_buffer_is_steady_whatever_the_floor_reads():
     # mindcv's map in 2 processes: 28 steps at 1371 ms against a pipeline-alone reading of 1831
     # ms, with 0.1 batch buffered before the window: the reading is off, not the window
-    s = {**summary(gap_share=0.25, steady=1371, pipeline_wall=1831, compute=946, cpu_floor=1300),
-         "before_window_ms": 3839.0, "first_measured_step": 2, "steps_measured": 28}
+    s = edited(summary(gap_share=0.25, steady=1371, pipeline_wall=1831, compute=946, cpu_floor=1300),
+               before_window_ms=3839.0, first_measured_step=2, steps_measured=28)
     check = diagnosis.decide(s, diagnosis.advise(s, None), "highly", 946.0)["validity"]
     assert check["steady"] and check["floor_suspect"]
     assert "the window is steady and the pipeline-alone reading is low" in check["sentence"]
     # the same window of 5 steps could have been served from the buffer: no verdict
-    short = diagnosis.decide({**s, "steps_measured": 5, "before_window_ms": 30000.0},
+    short = diagnosis.decide(edited(s, steps_measured=5, before_window_ms=30000.0),
                              diagnosis.advise(s, None), "highly", 946.0)["validity"]
     assert not short["steady"] and short["steps_needed"] > 2 + 5
 
@@ -218,8 +222,8 @@ def test_without_a_verdict_nothing_names_a_second_setting():
 def test_steps_to_a_steady_window_come_from_the_time_before_it():
     # the pipeline ran 3113 ms before the window (step 0 slow, one warm-up step) at 313 ms per
     # batch: ~9.9 batches made, 2 consumed, 7.9 buffered; each step drains 313 - 270 = 43 ms
-    s = {**summary(gap_share=0.02, steady=282, pipeline_wall=313, compute=270, cpu_floor=200),
-         "before_window_ms": 3113.0, "first_measured_step": 2, "queue_capacity_batches": 28.0}
+    s = edited(summary(gap_share=0.02, steady=282, pipeline_wall=313, compute=270, cpu_floor=200),
+               before_window_ms=3113.0, first_measured_step=2, queue_capacity_batches=28.0)
     check = diagnosis.decide(s, diagnosis.advise(s, None), "not", 270.0)["validity"]
     assert check["buffered_batches"] == pytest.approx(3113 / 313 - 2)
     assert check["drain_steps"] == math.ceil((3113 / 313 - 2) * 313 / 43)  # 58

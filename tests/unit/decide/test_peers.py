@@ -4,10 +4,12 @@ real cpu_demo profiles), its answer in our terms, scored like ours, and AutoTune
 import json
 
 import pandas as pd
+from records import make_summary
 
 from perfstudy.common.io import read_json
 from perfstudy.decide import claims, peers, scenarios
 from perfstudy.measure import msanalyzer
+from perfstudy.run.summary import read_summary
 
 OPS = pd.DataFrame([
     {"op_id": 1, "label": "Batch #1", "config_key": None, "num_workers": 1},
@@ -44,7 +46,7 @@ def test_mindspores_analyzer_runs_on_the_article_baselines_real_profile(analysed
                         "arm": "baseline", "truth": "pipeline.num_parallel_workers", "equals": "ours only"}]}
 
     class Arm:
-        name, summary = "baseline", read_json(analysed / "baseline" / "summary.json")
+        name, summary = "baseline", read_summary(analysed / "baseline")
 
     Arm.diagnosis = diagnosis
     card = claims.score(spec, [Arm])
@@ -83,10 +85,10 @@ def test_autotunes_setting_is_named_by_the_runs_operators():
     summary = {"steady_step_ms": 500.0, "autotune": {"operators": [
         {"op": "MapOp", "op_id": 3, "num_parallel_workers": 2, "prefetch_size": 16},
         {"op": "BatchOp", "op_id": 1, "num_parallel_workers": 1, "prefetch_size": 2}]}}
-    reading = peers.autotune(summary, OPS, baseline={"steady_step_ms": 1000.0})
+    reading = peers.autotune(make_summary(summary), OPS, baseline={"steady_step_ms": 1000.0})
     assert reading["settings"] == {"pipeline.num_parallel_workers": 2}
     assert reading["operator"] == "Map #3 [Decode]" and reading["speedup"] == 2.0
-    assert peers.autotune({"steady_step_ms": 1.0}, OPS) is None
+    assert peers.autotune(make_summary({"steady_step_ms": 1.0}), OPS) is None
     json.dumps(reading)  # goes into diagnosis.json
 
 
@@ -106,7 +108,7 @@ def test_autotunes_op_ids_are_matched_to_the_one_pass_pipeline_by_type():
         {"op": "MapOp", "op_id": 3, "num_parallel_workers": 2, "prefetch_size": 2},
         {"op": "BatchOp", "op_id": 2, "num_parallel_workers": 1, "prefetch_size": 2},
         {"op": "MapOp", "op_id": 1, "num_parallel_workers": 1, "prefetch_size": 2}]}}
-    reading = peers.autotune(summary, described)
+    reading = peers.autotune(make_summary(summary), described)
     assert reading["settings"] == {"pipeline.reader_workers": 1, "pipeline.num_parallel_workers": 2,
                                    "pipeline.batch_transform_workers": 1}
     assert reading["operator"] == "Map #2 [RandomCropDecodeResize]"  # the one it changed
@@ -121,9 +123,10 @@ def test_the_report_sets_the_tools_side_by_side_and_scores_them_against_the_arms
     class Arm:
         def __init__(self, name, workers, step, readings=None, autotune=None):
             self.name = name
-            self.summary = {"steady_step_ms": step, "num_parallel_workers": {"effective": workers},
-                            "operator_settings": {key: workers}, "dataset_sha256": "d",
-                            **({"autotune": autotune} if autotune else {})}
+            self.summary = make_summary({
+                "steady_step_ms": step, "num_parallel_workers": {"effective": workers}, "arm": name, "run": name,
+                "operator_settings": {key: workers}, "dataset_sha256": "d",
+                **({"autotune": autotune} if autotune else {})})
             self.diagnosis = {"advisor": {"pick": {key: 2}}, "peers": readings} if readings else None
 
     ours = {"tool": peers.OURS, "operator": "Map #3 [Decode]", "key": key, "knob": "workers",

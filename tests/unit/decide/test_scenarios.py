@@ -1,6 +1,9 @@
 """The diagnosis benchmark's score: a diagnosed run against its measured sweep."""
 
+from dataclasses import replace
+
 import pandas as pd
+from records import make_summary
 
 from perfstudy.decide import advisor, scenarios
 from perfstudy.present.report import Arm
@@ -16,14 +19,14 @@ def _advice():
     ops = pd.DataFrame([{"op_id": 1, "op_type": "Map", "label": "Map #1 [Decode]", "num_workers": 1,
                          "cpu_pct": 95.0, "cpu_pct_per_worker": 95.0, "child_id": None,
                          "queue_usage": 0.0, "config_key": KEY}])
-    return advisor.advise(summary, ops)
+    return advisor.advise(make_summary(summary), ops)
 
 
 def _arm(name, role, workers, step, answer=None, advice=None, bound="input"):
     summary = {"scenario": {"name": "s", "role": role, "truth": "s", "key": KEY},
-               "operator_settings": {KEY: workers}, "steady_step_ms": step}
+               "operator_settings": {KEY: workers}, "steady_step_ms": step, "arm": name, "run": name}
     diagnosis = None if answer is None else {"recommendation": answer, "advisor": advice, "bound": bound}
-    return Arm(name, summary, pd.DataFrame(), diagnosis)
+    return Arm(name, make_summary(summary), pd.DataFrame(), diagnosis)
 
 
 def _sweep(steps):
@@ -74,7 +77,7 @@ def test_repeats_of_a_swept_setting_count_by_their_median():
     runs = [_arm("s", "diagnosed", 1, 3200.0, answer, advice)] + _sweep({1: 3100.0, 4: 800.0})
     for step in (1500.0, 790.0):  # two more repeats of 4 workers, one of them a slow spell
         again = _arm("s_w4", "truth", 4, step)
-        again.summary.update(arm="s_w4", repeat=2 if step > 1000 else 3)
+        again.summary = replace(again.summary, arm="s_w4", repeat=2 if step > 1000 else 3)
         runs.append(again)
     row = scenarios.score(runs)[0].iloc[0]
     assert row["runs per setting"] == 1  # 1 worker ran once

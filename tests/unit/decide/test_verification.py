@@ -3,6 +3,7 @@
 import math
 
 import pytest
+from records import edited
 from unit.decide.test_diagnosis import steps, summary
 
 from perfstudy.decide import diagnosis, verification
@@ -73,7 +74,7 @@ def test_windows_that_are_not_steady_or_missing_decide_nothing():
 
 
 def _verified(summary_, windows):
-    return {**summary_, "verification": {"windows": windows}}
+    return summary_.with_verification({"windows": windows})
 
 
 def test_the_measurement_overrules_a_promise_it_does_not_keep():
@@ -171,7 +172,7 @@ def test_the_slow_operators_other_mode_is_measured_even_where_the_model_sees_not
 def test_without_an_own_window_the_runs_measured_window_is_the_reference():
     """The run's own setting measured by its main window is never 'unrepresentative' of itself."""
     key = "pipeline.num_parallel_workers"
-    base = {**summary(), "step_ms": {"p10": 3900.0, "p90": 4100.0, "median": 4000.0, "mean": 4000.0}}
+    base = edited(summary(), step_ms={"p10": 3900.0, "p90": 4100.0, "median": 4000.0, "mean": 4000.0})
     own = {**window({key: 1}, 4000.0, role="current"), "main_window": True, "steps_measured": 28}
     rec = diagnosis.diagnose(_verified(base, [own, window({key: 2}, 2500.0)]), steps())["recommendation"]
     assert rec["action"] == "set_workers" and rec["verification"]["unrepresentative"] is None
@@ -181,7 +182,7 @@ def test_short_windows_that_disagree_with_the_runs_own_window_decide_nothing():
     """With verify.own_window, the short window at the run's own setting is checked against the
     run's measured window: 30 % off it means the short windows had not reached the steady state."""
     key = "pipeline.num_parallel_workers"
-    base = {**summary(), "step_ms": {"p10": 3900.0, "p90": 4100.0, "median": 4000.0, "mean": 4000.0}}
+    base = edited(summary(), step_ms={"p10": 3900.0, "p90": 4100.0, "median": 4000.0, "mean": 4000.0})
     windows = [window({key: 1}, 2800.0, role="current"), window({key: 2}, 2000.0)]
     rec = diagnosis.diagnose(_verified(base, windows), steps())["recommendation"]
     assert rec["action"] == "unresolved" and rec["changes"] == {}
@@ -189,4 +190,4 @@ def test_short_windows_that_disagree_with_the_runs_own_window_decide_nothing():
     assert "had not reached the steady state" in rec["sentence"]
     agreeing = [window({key: 1}, 3950.0, role="current"), window({key: 2}, 2500.0)]
     assert diagnosis.diagnose(_verified(base, agreeing), steps())["recommendation"]["action"] == "set_workers"
-    assert verification.reference({"steady_step_ms": 4000.0, "steps_measured": 1}) is None
+    assert verification.reference(edited(base, steps_measured=1)) is None

@@ -8,6 +8,7 @@ import pytest
 import yaml
 from conftest import PYTHON, REPO
 from omegaconf import OmegaConf
+from records import make_summary
 
 from perfstudy.common.config import config_hash
 from perfstudy.common.io import read_json, write_json
@@ -51,12 +52,13 @@ def test_the_title_names_the_models_the_study_trained():
 
     from perfstudy.present.report import _models
 
-    mindcv = [SimpleNamespace(summary={"factories": {"model_name": n}})
+    mindcv = [SimpleNamespace(summary=make_summary({"factories": {"model_name": n}}))
               for n in ("mindcv_resnet50", "mindcv_mobilenet_v3_small")]
     assert _models(mindcv) == "mindcv_mobilenet_v3_small and mindcv_resnet50"
-    # the study's own model, and a summary from before the factories were recorded
-    assert _models([SimpleNamespace(summary={"factories": {"model_name": "resnet50"}}),
-                    SimpleNamespace(summary={})]) == "ResNet50"
+    # the study's own model, and a factory without a model name
+    assert _models([SimpleNamespace(summary=make_summary({"factories": {"model_name": "resnet50"}})),
+                    SimpleNamespace(summary=make_summary({"factories": {"model_name": None}}))]
+                   ) == "ResNet50"
 
 
 @pytest.mark.parametrize("arm", ["baseline", "tuned"])
@@ -79,7 +81,7 @@ def test_the_verdict_line_says_how_to_decode_less_for_the_pipeline_it_is(factory
 
     rec = {"action": "none", "culprit_label": "Map #2 [RandomCropDecodeResize, RandAugment]",
            "culprit_kind": "decode", "verified": True, "remedies": [], "prepared_prediction": None}
-    arm = Arm("mindcv_resnet50", {"factories": {"pipeline": factory}, "steady_step_ms": 2013.0},
+    arm = Arm("mindcv_resnet50", make_summary({"factories": {"pipeline": factory}, "steady_step_ms": 2013.0}),
               pd.DataFrame(), {"bound": "cpu", "recommendation": rec, "advisor": {}})
     line = verdict_line(arm, None)
     assert f"do: keep the settings (measured); {words}" in line

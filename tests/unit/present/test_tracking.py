@@ -1,9 +1,11 @@
 """MLflow logging on a real SQLite store: runs, params, metrics, artifacts, no twins."""
 
 import json
+from dataclasses import replace
 
 import pandas as pd
 import pytest
+from records import as_dict, edited, make_summary
 
 from perfstudy.common.config import compose_run_config, flatten, to_container
 from perfstudy.present import tracking
@@ -21,8 +23,8 @@ def _fake_arm(tmp_path, arm, step_ms=100.0):
     })
     steps.to_csv(run_dir / "steps.csv", index=False)
     spread = {"median": step_ms, "p10": step_ms, "p90": step_ms, "mean": step_ms}
-    summary = {
-        "study": "s", "arm": arm, "size": "smoke", "steady_step_ms": step_ms, "gap_share": 0.01,
+    summary = make_summary({
+        "study": "s", "arm": arm, "run": arm, "size": "smoke", "steady_step_ms": step_ms, "gap_share": 0.01,
         "images_per_s": 320.0, "steps_measured": 5, "steps_excluded": 1, "first_step_ms": 5000.0,
         "floor_ms": 90.0, "steady_vs_floor": step_ms / 90, "step_ms": spread, "gap_ms": spread,
         "fwd_bwd_ms": spread, "tail_ms": spread,
@@ -33,15 +35,15 @@ def _fake_arm(tmp_path, arm, step_ms=100.0):
         "git_sha": "abc", "config_hash": "h",
         "dataset_sha256": "d", "mindspore_version": "2.10.0",
         "environment": {"cpu_count": 2, "cpu_model": "cpu"},
-    }
-    (run_dir / "summary.json").write_text(json.dumps(summary))
+    })
+    (run_dir / "summary.json").write_text(json.dumps(as_dict(summary)))
     return run_dir, steps, summary
 
 
 def _log(client, exp, parent, run_dir, steps, summary):
     cfg = compose_run_config(["size=smoke"])
     return tracking.log_arm(
-        client, exp, parent, study="s", arm=summary["arm"], instance="i1",
+        client, exp, parent, study="s", arm=summary.arm, instance="i1",
         params=flatten(to_container(cfg)), summary=summary, steps=steps,
         artifacts=[run_dir / "steps.csv", run_dir / "summary.json"],
         results_fingerprint=tracking.fingerprint(run_dir / "steps.csv", run_dir / "summary.json"))
@@ -174,7 +176,7 @@ def test_repeats_of_an_arm_are_separate_child_runs(tmp_path, store):
     run_dir, steps, summary = _fake_arm(tmp_path, "tuned")
     first = _log(client, exp, parent, run_dir, steps, summary)
     second_dir, steps2, summary2 = _fake_arm(tmp_path / "r2", "tuned", step_ms=110.0)
-    summary2.update(run="tuned.r2", repeat=2, seed=11)
+    summary2 = replace(summary2, run="tuned.r2", repeat=2, seed=11)
     second = _log(client, exp, parent, second_dir, steps2, summary2)
     assert second["created"] and second["replaced"] == []
     runs = {r.data.tags["perfstudy.run"]: r for r in _active_arm_runs(client, exp)}
@@ -205,7 +207,7 @@ def test_an_experiment_made_before_is_marked_as_model_training(tmp_path):
 def test_an_arm_run_spans_its_training_and_describes_its_verdict(tmp_path, store):
     client, exp, parent = store
     run_dir, steps, summary = _fake_arm(tmp_path, "tuned")
-    summary["precompile_s"] = 2.0
+    summary = replace(summary, precompile_s=2.0)
     run = client.get_run(_log(client, exp, parent, run_dir, steps, summary)["run_id"])
     assert run.info.start_time == int((1_700_000_000 - 2.0) * 1000)  # from the graph compile
     assert run.info.end_time == int((1_700_000_000 + 5 * 0.1 + 0.1) * 1000)  # to the last step's end
@@ -220,7 +222,8 @@ def test_an_arm_run_spans_its_training_and_describes_its_verdict(tmp_path, store
 def test_an_autotune_arm_is_tagged_with_the_workers_it_chose(tmp_path, store):
     client, exp, parent = store
     run_dir, steps, summary = _fake_arm(tmp_path, "autotune")
-    summary["autotune"] = {"map_workers": 2, "config_file": "/x/autotune_0.json", "operators": []}
+    summary = replace(summary, autotune={"map_workers": 2, "config_file": "/x/autotune_0.json",
+                                         "operators": []})
     run = client.get_run(_log(client, exp, parent, run_dir, steps, summary)["run_id"])
     assert run.data.tags["perfstudy.autotune_map_workers"] == "2"
 
@@ -230,7 +233,8 @@ def test_each_arm_logs_its_dataset_once_as_an_mlflow_input(tmp_path, store):
     context train; the whole sha256 as an input tag; logged again, still one input."""
     client, exp, parent = store
     run_dir, steps, summary = _fake_arm(tmp_path, "baseline")
-    summary.update(dataset_sha256="ab" * 32, dataset={"root": str(tmp_path / "data" / "photos_vga_160")})
+    summary = edited(summary, dataset_sha256="ab" * 32,
+                     dataset={"root": str(tmp_path / "data" / "photos_vga_160")})
     first = _log(client, exp, parent, run_dir, steps, summary)
     _log(client, exp, parent, run_dir, steps, summary)
     inputs = client.get_run(first["run_id"]).inputs.dataset_inputs

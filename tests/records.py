@@ -1,0 +1,50 @@
+"""Typed records for tests: a RunSummary from a few hand-set fields.
+
+`make_summary(fields)` lays `fields` (nested dicts merge into nested records) over the real
+cpu_demo baseline's summary.json, then reads it through the one reader
+(perfstudy.common.records.from_dict): a test states only the numbers it is about, and the
+record it gets is whole and typed, as a real run's is."""
+
+from __future__ import annotations
+
+import copy
+import json
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from perfstudy.common.records import SCHEMA_KEY, from_dict, to_dict
+from perfstudy.run.summary import RunSummary
+
+BASE = Path(__file__).resolve().parent / "fixtures" / "cpu_demo" / "baseline" / "summary.json"
+
+
+def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(base)
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict) and key not in (
+                "operator_settings", "scenario", "verification", "steps_excluded_by_phase"):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def make_summary(fields: dict[str, Any] | None = None, **more: Any) -> RunSummary:
+    """A RunSummary: the baseline fixture with `fields` (and keyword fields) laid over it."""
+    neutral = {"profiled_window": None, "before_window_ms": 0.0, "verification": None,
+               "autotune": None, "scenario": None}  # what a test does not set does not act
+    data = _merge({**json.loads(BASE.read_text()), **neutral}, {**(fields or {}), **more})
+    data[SCHEMA_KEY] = RunSummary.SCHEMA_VERSION
+    return from_dict(RunSummary, data, "a test's summary")
+
+
+def as_dict(summary: RunSummary) -> dict[str, Any]:
+    """A summary as summary.json holds it (for tests that write a run folder)."""
+    return to_dict(summary)
+
+
+def edited(summary: RunSummary, **fields: Any) -> RunSummary:
+    """The same summary with some nested-or-not fields changed (nested dicts merge)."""
+    return make_summary(_merge(to_dict(summary), fields)) if any(
+        isinstance(v, dict) for v in fields.values()) else replace(summary, **fields)
