@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 CORES ?= all
 SNAKEMAKE_ARGS ?=
 
-.PHONY: help setup test-services run rerun paper test test-fast test-slowed lint lock report clean clean-history
+.PHONY: help setup test-services run rerun paper test test-fast test-slowed lint lock schemas report clean clean-history
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -69,6 +69,9 @@ test-slowed: setup test-services  ## the whole suite as on a machine SLOWDOWN (2
 lint: setup  ## ruff on the Python code, snakemake --lint on the workflow
 	$(BIN)/ruff check src scripts tests
 	$(BIN)/snakemake --lint
+
+schemas: setup  ## rewrite docs/schemas/ from the typed records (after changing a record: bump its SCHEMA_VERSION)
+	$(BIN)/python scripts/write_schemas.py
 
 report: setup  ## snakemake's own self-contained HTML report of the last run
 	$(BIN)/snakemake --cores 1 --report results/report/snakemake_report.html

@@ -20,21 +20,22 @@ arm at the advisor's pick), is `not scored` with the reason, never passed.
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import numpy as np
 import pandas as pd
 import yaml
 
 from perfstudy.common.config import ConfigError
+from perfstudy.common.provenance import REPO_ROOT
 from perfstudy.decide import pick, remedy
 from perfstudy.decide.advisor import predict
 from perfstudy.decide.diagnosis import verdict_label
 
-KEYS = {"id", "claim", "source", "metric", "arm", "against", "at_least", "at_most", "equals",
-        "published", "note", "truth"}
 BOUNDS = ("at_least", "at_most", "equals")
 BOOTSTRAP_FROM = 5  # repeats from which a claim's interval is a bootstrap one (min-max below)
 
@@ -189,8 +190,38 @@ def fmt(value: Any, kind: str) -> str:
     return str(value)
 
 
+SCHEMA = REPO_ROOT / "docs" / "schemas" / "claims.schema.json"
+
+
+def _problem(error, schema: dict[str, Any]) -> str:
+    """One jsonschema error as the part of a sentence that says what is wrong and the fix."""
+    props = schema["$defs"]["claim"]["properties"]
+    if error.validator == "required":
+        key = error.message.split("'")[1]
+        if key in ("against", "truth"):
+            return f"needs `{key}:` ({props[key]['description']})"
+        return f"has no `{key}`; add it"
+    if error.validator == "additionalProperties":
+        known = set(error.schema.get("properties", {}))
+        unknown = sorted(set(error.instance) - known)
+        return f"has unknown key(s) {unknown}; the keys are {sorted(known)}"
+    if error.validator == "anyOf":
+        return "has no bound; add at_least, at_most or equals"
+    field = error.path[-1] if error.path else None
+    if field == "metric":
+        return f"has unknown metric {error.instance!r}; use one of {sorted(METRICS)}"
+    if field in ("at_least", "at_most"):
+        return (f"has {field}: {error.instance!r}, not a number; write a number (shares and "
+                "errors as fractions, e.g. 0.5)")
+    if field is not None:
+        wanted = props.get(field, {}).get("description", error.message)
+        return f"has {field}: {error.instance!r}, which should be {wanted}"
+    return error.message
+
+
 def load(path: str | Path) -> dict[str, Any]:
-    """The claims file, checked: every claim has an id, a known metric, an arm and a bound."""
+    """The claims file, validated by its JSON Schema (docs/schemas/claims.schema.json); any
+    problem is one ConfigError sentence naming the file, the claim and the fix."""
     path = Path(path)
     try:
         data = yaml.safe_load(path.read_text())
@@ -203,37 +234,22 @@ def load(path: str | Path) -> dict[str, Any]:
     if not isinstance(data, dict) or not isinstance(data.get("claims"), list):
         raise ConfigError(f"The claims file {path} needs a `claims:` list; see workflow/claims/"
                           "seed_case.yaml for the format.")
-    seen = set()
-    for i, claim in enumerate(data["claims"]):
-        where = f"claim {i + 1} of {path}"
-        if not isinstance(claim, dict):
-            raise ConfigError(f"The {where} is not a mapping; write it as `- id: ..., metric: ...`.")
-        where = f"claim {claim.get('id', i + 1)!r} of {path}"
-        unknown = sorted(set(claim) - KEYS)
-        if unknown:
-            raise ConfigError(f"The {where} has unknown key(s) {unknown}; the keys are "
-                              f"{sorted(KEYS)}.")
-        for key in ("id", "claim", "metric", "arm"):
-            if not claim.get(key):
-                raise ConfigError(f"The {where} has no `{key}`; add it.")
-        if claim["id"] in seen:
-            raise ConfigError(f"The {where} repeats an id; give each claim its own.")
-        seen.add(claim["id"])
-        if claim["metric"] not in METRICS:
-            raise ConfigError(f"The {where} has unknown metric {claim['metric']!r}; use one of "
-                              f"{sorted(METRICS)}.")
-        if not any(b in claim for b in BOUNDS):
-            raise ConfigError(f"The {where} has no bound; add at_least, at_most or equals.")
-        for bound in ("at_least", "at_most"):
-            if bound in claim and not isinstance(claim[bound], (int, float)):
-                raise ConfigError(f"The {where} has {bound}: {claim[bound]!r}, not a number; "
-                                  "write a number (shares and errors as fractions, e.g. 0.5).")
-        if claim["metric"] == "culprit_against_analyzer" and not claim.get("truth"):
-            raise ConfigError(f"The {where} needs `truth:` (the config key of the true culprit, "
-                              "e.g. pipeline.num_parallel_workers).")
-        if claim["metric"] in ("speedup", "speedup_of_allowed") and not claim.get("against"):
-            raise ConfigError(f"The {where} needs `against:` (the arm the speedup is measured "
-                              "against, e.g. baseline).")
+    schema = json.loads(SCHEMA.read_text())
+    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(data))
+    if error is not None:
+        where = f"The claims file {path}"
+        if len(error.path) >= 2 and error.path[0] == "claims":
+            claim = data["claims"][error.path[1]]
+            name = claim.get("id") if isinstance(claim, dict) else None
+            where = f"The claim {name or error.path[1] + 1!r} of {path}"
+            if not isinstance(claim, dict):
+                raise ConfigError(f"{where} is not a mapping; write it as `- id: ..., metric: ...`.")
+        raise ConfigError(f"{where} {_problem(error, schema)}.")
+    ids = [c["id"] for c in data["claims"]]
+    repeated = sorted({i for i in ids if ids.count(i) > 1})  # beyond what a JSON Schema says
+    if repeated:
+        raise ConfigError(f"The claims file {path} repeats the id(s) {repeated}; give each claim "
+                          "its own.")
     return data
 
 

@@ -67,10 +67,18 @@ def test_a_claim_that_does_not_hold_is_failed_and_named_in_the_headline(arms):
     ("claims: [{id: a, claim: x, metric: speedup, arm: tuned, at_least: 1}]", "needs `against:`"),
     ("claims: [{id: a, claim: x, metric: gap_share, arm: tuned, at_lest: 1}]", "unknown key(s) ['at_lest']"),
     ("claims: [{claim: x, metric: gap_share, arm: tuned, at_most: 1}]", "has no `id`"),
+    ("claims: [{id: a, claim: x, metric: culprit_against_analyzer, arm: b, equals: ours only}]",
+     "needs `truth:` (the config key of the true culprit"),
+    ("claims: [{id: a, claim: x, metric: gap_share, arm: b, at_most: 1, source: paper}]",
+     "has source: 'paper', which should be article (the paper's) or study"),
+    ("claims: [{id: a, claim: x, metric: gap_share, arm: b, at_most: 1},"
+     " {id: a, claim: y, metric: gap_share, arm: c, at_most: 1}]", "repeats the id(s) ['a']"),
+    ("claims: [just words]", "is not a mapping"),
     ("claims: {a: 1}", "needs a `claims:` list"),
     ("claims: [a: b: c]", "not valid YAML"),
 ])
 def test_a_bad_claims_file_is_one_sentence_naming_the_claim(tmp_path, text, words):
+    """The file is checked by its published JSON Schema (docs/schemas/claims.schema.json)."""
     path = tmp_path / "claims.yaml"
     path.write_text(text)
     with pytest.raises(ConfigError) as err:
@@ -186,3 +194,12 @@ def test_the_scorecard_scores_every_repeat(arms):
     assert tuned["result"] == "inconclusive" and card["inconclusive"] >= 1
     assert "over 3 repeats" in card["headline"] and "inconclusive over the repeats: " in card["headline"]
     assert got["culprit_is_map"]["result"] == "holds"  # the same key on every repeat
+
+
+def test_the_claims_schema_names_every_metric_the_scorer_knows():
+    import json
+
+    schema = json.loads(claims.SCHEMA.read_text())
+    assert sorted(schema["$defs"]["claim"]["properties"]["metric"]["enum"]) == sorted(claims.METRICS)
+    for path in (REPO / "workflow" / "claims").glob("*.yaml"):  # every shipped file is valid
+        assert claims.load(path)["claims"]

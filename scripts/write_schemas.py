@@ -1,0 +1,27 @@
+#!/usr/bin/env python
+"""Write the JSON Schemas of the typed records to docs/schemas/ (made from the record classes;
+tests/unit/common/test_records.py fails when a published file differs from its class).
+
+    python scripts/write_schemas.py
+"""
+
+import sys
+from pathlib import Path
+
+from perfstudy.common.io import write_text_atomic
+from perfstudy.common.records import schema_text
+from perfstudy.run.summary import RunSummary
+
+DOCS = Path(__file__).resolve().parents[1] / "docs" / "schemas"
+BASE = "https://perfstudy.invalid/schemas/"
+RECORDS = {"summary.schema.json": RunSummary}
+
+
+def main() -> None:
+    for name, cls in RECORDS.items():
+        path = write_text_atomic(DOCS / name, schema_text(cls, BASE + name))
+        print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

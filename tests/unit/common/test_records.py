@@ -1,0 +1,67 @@
+"""Typed records: one writer, one reader, a schema version that is checked, published schemas."""
+
+import json
+from dataclasses import replace
+
+import jsonschema
+import pytest
+from conftest import REPO
+from records import make_summary
+
+from perfstudy.common.records import RecordError, from_dict, read_record, schema_text, to_dict, write_record
+from perfstudy.run.summary import RunSummary, read_summary, write_summary
+
+SCHEMAS = REPO / "docs" / "schemas"
+FIXTURES = REPO / "tests" / "fixtures" / "cpu_demo"
+
+
+def test_the_published_summary_schema_is_the_records_own():
+    published = (SCHEMAS / "summary.schema.json").read_text()
+    made = schema_text(RunSummary, "https://perfstudy.invalid/schemas/summary.schema.json")
+    assert published == made, "docs/schemas is stale: run `make schemas` (and bump SCHEMA_VERSION)"
+
+
+@pytest.mark.parametrize("arm", ["baseline", "tuned"])
+def test_real_summaries_validate_and_read_back_the_same(arm, tmp_path):
+    data = json.loads((FIXTURES / arm / "summary.json").read_text())
+    jsonschema.validate(data, json.loads((SCHEMAS / "summary.schema.json").read_text()))
+    summary = read_summary(FIXTURES / arm)
+    assert summary.step_ms.median == data["step_ms"]["median"]
+    assert summary.num_parallel_workers.cpu_count == data["num_parallel_workers"]["cpu_count"]
+    write_summary(tmp_path, summary)
+    assert json.loads((tmp_path / "summary.json").read_text()) == data  # nothing lost or added
+
+
+def test_a_summary_of_another_version_is_refused_with_the_way_to_remake_it(tmp_path):
+    data = to_dict(make_summary())
+    for version, said in ((None, "no schema_version"), (0, "schema_version 0"), (2, "schema_version 2")):
+        body = {k: v for k, v in data.items() if k != "schema_version"}
+        if version is not None:
+            body["schema_version"] = version
+        (tmp_path / "summary.json").write_text(json.dumps(body))
+        with pytest.raises(RecordError) as err:
+            read_summary(tmp_path)
+        text = str(err.value)
+        assert said in text and "this code reads schema_version 1" in text
+        assert str(tmp_path / "summary.json") in text and "--forcerun train" in text
+        assert "\n" not in text
+
+
+def test_a_missing_or_unknown_field_is_refused_not_guessed(tmp_path):
+    data = to_dict(make_summary())
+    with pytest.raises(RecordError, match="lacks the field 'steady_step_ms'"):
+        from_dict(RunSummary, {k: v for k, v in data.items() if k != "steady_step_ms"})
+    with pytest.raises(RecordError, match=r"fields \['buffered_batches'\]"):
+        from_dict(RunSummary, {**data, "buffered_batches": 3})
+    with pytest.raises(RecordError, match="step_ms should be an object"):
+        from_dict(RunSummary, {**data, "step_ms": 3.0})
+
+
+def test_optional_fields_default_and_records_round_trip(tmp_path):
+    summary = replace(make_summary(), verification=None, profiled_window=None)
+    path = write_record(tmp_path / "s.json", summary)
+    assert read_record(path, RunSummary) == summary
+    data = to_dict(summary)
+    del data["verification"]  # optional: has a default
+    assert from_dict(RunSummary, data).verification is None
+    jsonschema.validate(to_dict(summary), json.loads((SCHEMAS / "summary.schema.json").read_text()))
