@@ -27,10 +27,6 @@ except ConfigError as exc:
     raise WorkflowError(str(exc)) from None
 
 
-def run_dir(arm):
-    return f"{RESULTS}/runs/{STUDY}/{arm}"
-
-
 def dataset_manifest(wildcards):
     """Manifest of the dataset the arm trains on (shared by arms that use the same data)."""
     return str(manifest_path(ARM_CONFIGS[wildcards.arm]))

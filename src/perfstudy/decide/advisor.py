@@ -42,10 +42,10 @@ from typing import Any
 
 import pandas as pd
 
+from perfstudy.common.thresholds import WITHIN_BEST, pct
 from perfstudy.run.settings import BUILTIN_PIPELINE, MP, PRIMARY_KEY
 from perfstudy.run.summary import RunSummary
 
-WITHIN_BEST = 0.05
 COMPUTES = 0.5  # a worker busier than half a core computes; below, it mostly waits
 MAX_SETTINGS = 4096
 WELL_FILLED = 0.50  # the queue rule's thresholds (queue usage = mean size / capacity)
@@ -343,7 +343,10 @@ def step_swing(model: dict[str, Any], stage: dict[str, Any]) -> dict[str, Any]:
             "fastest": fast["settings"], "fastest_ms": fast["step_ms"]}
 
 
-def _cost(settings: dict[str, Any], now: dict[str, Any]) -> tuple:
+def cost(settings: dict[str, Any], now: dict[str, Any]) -> tuple:
+    """What a setting costs, to find "the cheapest setting" (the smallest key wins): no change
+    at all first, then the fewest workers, the fewest operators in processes, the fewest
+    changed keys. The model's pick and the verification's choice both rank by it."""
     workers = sum(v for k, v in settings.items() if not k.endswith(MP))
     processes = sum(1 for k, v in settings.items() if k.endswith(MP) and v)
     changes = sum(1 for k in set(settings) | set(now) if settings.get(k) != now.get(k))
@@ -383,7 +386,7 @@ def advise(summary: RunSummary, ops: pd.DataFrame | None) -> dict[str, Any]:
         pick = now_row  # no setting is predicted to beat this one by 5 % or more
     else:
         within = [r for r in table if r["step_ms"] <= best["step_ms"] * (1 + WITHIN_BEST)]
-        pick = min(within, key=lambda r: _cost(r["settings"], now))
+        pick = min(within, key=lambda r: cost(r["settings"], now))
     primary = next((s for s in model["stages"] if pick["settings"].get(s["key"]) != now.get(s["key"])
                     or pick["settings"].get(s["key"] + MP) != now.get(s["key"] + MP)),
                    max(model["stages"], key=lambda s: now_row["stages_ms"][s["label"]]))
@@ -424,29 +427,10 @@ def advisor_sentence(model: dict[str, Any], now: dict[str, Any], pick: dict[str,
             f"{summary.steady_step_ms:.0f} ms)")
     if pick is now or pick["settings"] == now["settings"]:
         return (f"{head}; no setting of {len(model['stages'])} sized operator(s) up to "
-                f"{model['cores']} workers is predicted to be 5 % faster (best {best['step_ms']:.0f} "
+                f"{model['cores']} workers is predicted to be {pct(WITHIN_BEST)} faster (best {best['step_ms']:.0f} "
                 f"ms): {pace}.")
     return (f"{head}; {describe_settings(pick['settings'], model)} gives {pick['step_ms']:.0f} ms "
-            f"({now['step_ms'] / pick['step_ms']:.2f}x), within 5 % of the best predicted "
+            f"({now['step_ms'] / pick['step_ms']:.2f}x), within {pct(WITHIN_BEST)} of the best predicted "
             f"({best['step_ms']:.0f} ms); there {pace}.")
 
 
-def compare(advice: dict[str, Any], measured: dict[Any, float]) -> pd.DataFrame:
-    """Predicted against measured steady steps (keys: the article map's workers, or settings
-    as a tuple of (key, value) pairs), with the relative error."""
-    rows = []
-    for setting, step_ms in measured.items():
-        settings = dict(setting) if isinstance(setting, tuple) else {PRIMARY_KEY: int(setting)}
-        row = predict(advice, settings)
-        rows.append({"settings": describe_settings(row["settings"], advice),
-                     "predicted_step_ms": row["step_ms"], "measured_step_ms": step_ms,
-                     "error": (row["step_ms"] - step_ms) / step_ms, "binding": row["binding"]})
-    return pd.DataFrame(rows)
-
-
-def error_summary(table: pd.DataFrame) -> dict[str, float]:
-    """Mean and worst absolute relative error of the predictions."""
-    if table.empty:
-        return {"mean_abs_error": math.nan, "max_abs_error": math.nan}
-    errors = table["error"].abs()
-    return {"mean_abs_error": float(errors.mean()), "max_abs_error": float(errors.max())}

@@ -32,6 +32,7 @@ import yaml
 
 from perfstudy.common.config import ConfigError
 from perfstudy.common.provenance import REPO_ROOT
+from perfstudy.common.thresholds import pct
 from perfstudy.decide import pick, remedy
 from perfstudy.decide.advisor import predict
 from perfstudy.decide.diagnosis import verdict_label
@@ -123,7 +124,7 @@ def _prediction_error(claim, arms, _prepared):
     measured = arm.summary.steady_step_ms
     return abs(predicted - measured) / measured, (
         f"predicted from {source.name} {predicted:.0f} ms, measured {measured:.0f} ms "
-        f"({100 * (predicted - measured) / measured:+.1f} %)")
+        f"({pct((predicted - measured) / measured, 1, signed=True)})")
 
 
 def _advisor_pick(claim, arms, _prepared):
@@ -163,7 +164,7 @@ def _prepared_prediction_error(claim, arms, prepared):
         raise Unmeasured(f"{row['source_arm']}'s diagnosis made no prediction for the prepared source")
     return abs(float(row["prediction_error"])), (
         f"predicted {row['predicted_step_ms']:.0f} ms, measured {row['steady_step_ms']:.0f} ms "
-        f"({100 * row['prediction_error']:+.1f} %)")
+        f"({pct(row['prediction_error'], 1, signed=True)})")
 
 
 # metric -> (measure(claim, arms by name, prepared table) -> (value, detail), how to show it)
@@ -184,7 +185,7 @@ def fmt(value: Any, kind: str) -> str:
     if value is None or (isinstance(value, float) and pd.isna(value)):
         return "-"
     if kind == "percent":
-        return f"{100 * value:.1f} %"
+        return f"{pct(value, 1)}"
     if kind == "times":
         return f"{value:.2f}x"
     return str(value)

@@ -28,13 +28,12 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from perfstudy.common.thresholds import GAIN_THAT_MATTERS, NOT_STEADY, WITHIN_BEST, pct
 from perfstudy.decide.advisor import COMPUTES, canonical, describe_settings, predict, stage_ms, step_swing
 from perfstudy.decide.verification import reference, verdict
 from perfstudy.run.settings import ADDRESSED, BUILTIN_PIPELINE, MP
 from perfstudy.run.summary import RunSummary
 
-MOVES_STEP = 0.10  # an operator whose setting moves the step this much sets it (one run's noise)
-NOT_STEADY = 0.92  # steady step / floor below this: the window was not steady
 DECODE_OPS = ("Decode", "RandomCropDecodeResize", "DecodeVideo")
 
 
@@ -109,13 +108,13 @@ def validity(summary: RunSummary, compute_ms: float) -> dict[str, Any]:
 
 def cpu_culprit(advice: dict[str, Any], now_row: dict[str, Any]) -> tuple[dict | None, dict | None]:
     """(stage, its swing) when the CPUs bind at the current setting and one operator's own
-    setting moves the predicted step by >= MOVES_STEP (the largest swing wins); else (None, None).
+    setting moves the predicted step by >= GAIN_THAT_MATTERS (the largest swing wins); else (None, None).
     The swing carries the stage's CPU per batch now, of the pipeline's."""
     if now_row["binding"] != "cpu" or not advice["stages"]:
         return None, None
     swings = [(step_swing(advice, stage), stage) for stage in advice["stages"]]
     swing, stage = max(swings, key=lambda pair: pair[0]["swing"])
-    if swing["swing"] < MOVES_STEP:
+    if swing["swing"] < GAIN_THAT_MATTERS:
         return None, None
     now = advice["now"]
     cpu = stage_ms(stage, int(now.get(stage["key"], stage["workers_now"])),
@@ -235,7 +234,7 @@ def remedies(kind: str | None, advice: dict[str, Any], stage: dict[str, Any] | N
         return [f"{stage['label']} runs Python ({measured}): {scale}",
                 "vectorise it (NumPy on whole batches) or write it as a C++ op (mindspore.dataset.vision)"]
     if kind == "waits":
-        return [f"{stage['label']} waits rather than computes ({100 * stage['busy_per_worker']:.0f} % of "
+        return [f"{stage['label']} waits rather than computes ({pct(stage['busy_per_worker'])} of "
                 "a core per worker): more workers overlap the waits, but MindSpore caps "
                 f"num_parallel_workers at the {cores} CPUs; beyond that, fetch asynchronously or cache"]
     if kind == "computes":
@@ -282,7 +281,7 @@ def decide(summary: RunSummary, advice: dict[str, Any], band: str, compute_ms: f
         action, bound = "set_workers", "input"
         sentence = (f"Set {describe_changes(changes, advice)}: predicted {pick['step_ms']:.0f} ms per "
                     f"step against {now_row['step_ms']:.0f} ms now ({1 + gain:.2f}x; measured now "
-                    f"{measured:.0f} ms), within 5 % of the best of every setting up to "
+                    f"{measured:.0f} ms), within {pct(WITHIN_BEST)} of the best of every setting up to "
                     f"{advice['cores']} workers; {culprit['label'] if culprit else 'the pipeline'} "
                     "is the slow operator")
         if kind == "python":
@@ -300,16 +299,16 @@ def decide(summary: RunSummary, advice: dict[str, Any], band: str, compute_ms: f
                        f"{now_row['gil_ms']:.0f} ms per batch and the network's step "
                        f"{advice['network_wall_ms']:.0f} ms: they take turns")}[now_row["binding"]]
         sentence = (f"No worker setting helps: the best of every setting up to {advice['cores']} "
-                    f"workers is predicted {100 * (now_row['step_ms'] / best['step_ms'] - 1):.1f} % "
+                    f"workers is predicted {pct(now_row['step_ms'] / best['step_ms'] - 1, 1)} "
                     f"faster than now ({best['step_ms']:.0f} against {now_row['step_ms']:.0f} ms; "
-                    f"5 % is the bar), because {why}; what would: "
+                    f"{pct(WITHIN_BEST)} is the bar), because {why}; what would: "
                     + "; ".join(remedies(kind, advice, culprit, summary, best)))
     else:
         action = "none"
         bound = "cpu" if now_row["binding"] == "cpu" else "compute"
         sentence = (f"Keep the pipeline as it is: the step waits for data "
-                    f"{100 * summary.gap_share:.1f} % of the time and no setting is predicted to "
-                    "be 5 % faster" + (f"; {_swing_words(swing, advice)}" if swing else "")
+                    f"{pct(summary.gap_share, 1)} of the time and no setting is predicted to "
+                    f"be {pct(WITHIN_BEST)} faster" + (f"; {_swing_words(swing, advice)}" if swing else "")
                     + "; what would help: " + "; ".join(remedies(None, advice, None, summary, best)))
     answer = {**base, "bound": bound, "action": action, "changes": changes,
               "settings": advice["pick"], "predicted_step_ms": pick["step_ms"],
@@ -357,8 +356,9 @@ def _verified(answer: dict[str, Any], checked: dict[str, Any], advice: dict[str,
         gain = now["step_ms"] / chosen["step_ms"] - 1
         sentence = (f"Set {describe_changes(changes, advice)}: measured {chosen['step_ms']:.0f} ms per "
                     f"step against {now['step_ms']:.0f} ms at the current setting ({1 + gain:.2f}x; "
-                    f"{n}; a change must clear {100 * checked['bar']:.0f} %), predicted "
-                    f"{chosen['predicted_ms']:.0f} ms ({_pct(chosen['predicted_ms'], chosen['step_ms'])})")
+                    f"{n}; a change must clear {pct(checked['bar'])}), predicted "
+                    f"{chosen['predicted_ms']:.0f} ms "
+                    f"({pct(chosen['predicted_ms'] / chosen['step_ms'] - 1, signed=True)})")
         if stage is not None:
             sentence += f"; {stage['label']} is the slow operator"
         return {**base, "bound": "input", "action": "set_workers", "changes": changes,
@@ -373,16 +373,16 @@ def _verified(answer: dict[str, Any], checked: dict[str, Any], advice: dict[str,
             "workers": None, "remedies": fixes}  # the windows cannot tell: the setting is kept
     if checked["unrepresentative"] is not None:
         sentence = (f"Unresolved (measured): the short window at the current setting took "
-                    f"{now['step_ms']:.0f} ms per step, {100 * checked['unrepresentative']:+.0f} % off "
+                    f"{now['step_ms']:.0f} ms per step, {pct(checked['unrepresentative'], signed=True)} off "
                     f"the run's own measured window ({checked['own']['step_ms']:.0f} ms; beyond the "
-                    f"{100 * checked['bar']:.0f} % of their noise), so the {n} had not reached the "
+                    f"{pct(checked['bar'])} of their noise), so the {n} had not reached the "
                     "steady state and decide nothing; the setting is kept. Longer windows decide it: "
                     "raise verify.budget_share and verify.max_steps")
         return {**kept, "sentence": sentence + "."}
     if checked["unresolved"]:
         sentence = (f"Unresolved (measured): {best['label']} took {best['step_ms']:.0f} ms against "
                     f"{now['step_ms']:.0f} ms now ({now['step_ms'] / best['step_ms']:.2f}x; {n}), but "
-                    f"the windows' noise (a change must clear {100 * checked['bar']:.0f} %) is larger "
+                    f"the windows' noise (a change must clear {pct(checked['bar'])}) is larger "
                     f"than the gain, so the setting is kept; the model predicted {best['predicted_ms']:.0f} "
                     "ms there. Longer windows decide it: raise verify.budget_share (and "
                     "verify.max_steps)")
@@ -392,8 +392,8 @@ def _verified(answer: dict[str, Any], checked: dict[str, Any], advice: dict[str,
         "input" if input_side else "compute")
     sentence = (f"No setting helps (measured): the fastest was "
                 f"{'the current one' if best is now else best['label']} at {best['step_ms']:.0f} ms "
-                f"against {now['step_ms']:.0f} ms now ({n}), within the {100 * checked['bar']:.0f} % a change "
-                f"must clear (10 %, or the windows' noise if larger; the model predicted "
+                f"against {now['step_ms']:.0f} ms now ({n}), within the {pct(checked['bar'])} a change "
+                f"must clear ({pct(GAIN_THAT_MATTERS)}, or the windows' noise if larger; the model predicted "
                 f"{now['predicted_ms']:.0f} -> "
                 f"{answer['model_answer']['predicted_step_ms']:.0f} ms"
                 + (f" for {describe_settings(answer['model_answer']['settings'], advice)}"
@@ -412,10 +412,6 @@ def setting_changes(settings: dict[str, Any], now: dict[str, Any]) -> dict[str, 
     changes = {k: v for k, v in settings.items() if now.get(k) != v}
     changes.update({k: False for k in now if k.endswith(MP) and k not in settings})
     return changes
-
-
-def _pct(predicted: float, measured: float) -> str:
-    return f"{100 * (predicted - measured) / measured:+.0f} %"
 
 
 def describe_changes(changes: dict[str, Any], advice: dict[str, Any]) -> str:

@@ -17,13 +17,10 @@ from typing import Any
 
 import pandas as pd
 
+from perfstudy.common.thresholds import HIGHLY_INPUT_BOUND, MODERATELY_INPUT_BOUND, NEAR_CPU_FLOOR, pct
 from perfstudy.decide.advisor import WELL_FILLED, advise, canonical, held_up
 from perfstudy.decide.decision import decide
 from perfstudy.run.summary import RunSummary
-
-HIGHLY_INPUT_BOUND = 0.20
-MODERATELY_INPUT_BOUND = 0.05
-NEAR_CPU_FLOOR = 1.15
 
 
 def input_bound_band(gap_share: float) -> str:
@@ -214,6 +211,6 @@ def profiler_effect(summary: RunSummary) -> dict[str, Any] | None:
             "profiled_gap_share": window.gap_share, "measured_gap_share": summary.gap_share,
             "sentence": (f"The {window.steps} profiled steps took {window.steady_step_ms:.0f} ms each "
                          f"against {summary.steady_step_ms:.0f} ms unprofiled ({ratio:.2f}x), gap share "
-                         f"{100 * window.gap_share:.1f} % against {100 * summary.gap_share:.1f} %; "
+                         f"{pct(window.gap_share, 1)} against {pct(summary.gap_share, 1)}; "
                          "the verdict's numbers come from the unprofiled steps, the queues and kernels "
                          "from the profiled ones.")}

@@ -6,9 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from perfstudy.common.thresholds import GAIN_THAT_MATTERS
 from perfstudy.run.settings import PRIMARY_KEY
-
-TARGET = 0.10  # the recommended setting's measured step should be within 10 % of the best
 
 
 def source_arm(arms: list) -> Any | None:
@@ -61,5 +60,5 @@ def pick_check(arms: list) -> dict[str, Any] | None:
     if picked:
         step = min(a.summary.steady_step_ms for a in picked)
         result.update(picked_step_ms=step, picked_vs_best=step / best.summary.steady_step_ms - 1,
-                      within_target=step <= best.summary.steady_step_ms * (1 + TARGET))
+                      within_target=step <= best.summary.steady_step_ms * (1 + GAIN_THAT_MATTERS))
     return result

@@ -15,6 +15,7 @@ from typing import Any
 
 import pandas as pd
 
+from perfstudy.common.thresholds import pct
 from perfstudy.decide.decision import prepared_step_at
 
 CHANGES = ("what changes for training: each random crop is cut from the source downsized to the "
@@ -109,10 +110,10 @@ def lines(table: pd.DataFrame, arms: list) -> list[str]:
         text = (f"{row.arm} vs {row.source_arm} (same settings, the source JPEGs): "
                 f"{row.images_per_s:.1f} against {row.source_images_per_s:.1f} images/s, "
                 f"{row.speedup:.1f}x ({row.steady_step_ms:.0f} vs {row.source_step_ms:.0f} ms per "
-                f"step), waiting for data {100 * row.gap_share:.1f} % of the step")
+                f"step), waiting for data {pct(row.gap_share, 1)} of the step")
         if row.predicted_step_ms is not None and row.predicted_step_ms == row.predicted_step_ms:
             text += (f"; predicted from {row.source_arm}'s profile before it ran: "
-                     f"{row.predicted_step_ms:.0f} ms ({100 * row.prediction_error:+.0f} %)")
+                     f"{row.predicted_step_ms:.0f} ms ({pct(row.prediction_error, signed=True)})")
         if math.isfinite(row.payback_steps):
             steps = math.ceil(row.payback_steps)
             within = ("within" if steps <= row.steps_trained else "beyond")

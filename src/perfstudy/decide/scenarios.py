@@ -19,18 +19,19 @@ from __future__ import annotations
 
 import pandas as pd
 
+from perfstudy.common.thresholds import GAIN_THAT_MATTERS, PREDICTION_TARGET, pct
 from perfstudy.decide.advisor import predict
 from perfstudy.run.settings import MP
 
-SWEEP_MATTERS = 0.10
-PICK_TARGET = 0.10
-PREDICTION_TARGET = 0.15
 WRONG_NO_HELP = "wrong 'no setting helps'"
 # MindSpore's own analyzer on the same profile (perfstudy.decide.peers), scored like ours
 ANALYZER_CULPRIT = "MindSpore analyzer: culprit"
 ANALYZER_RIGHT = "its culprit right"
 ANALYZER_ADVICE = "its advice"
-ANALYZER_WITHIN = "its advice within 10 %"
+ANALYZER_WITHIN = f"its advice within {pct(GAIN_THAT_MATTERS)}"
+PICK_WITHIN = f"pick within {pct(GAIN_THAT_MATTERS)}"
+PREDICTIONS_WITHIN = f"predictions within {pct(PREDICTION_TARGET)}"
+AUTOTUNE_WITHIN = f"AutoTune within {pct(GAIN_THAT_MATTERS)}"
 
 
 def _setting(arm, key: str) -> tuple[int, bool]:
@@ -72,7 +73,7 @@ def score(runs: list) -> tuple[pd.DataFrame, pd.DataFrame]:
                       for a in sweep.values())
         best_setting = min(measured, key=measured.get)
         best = measured[best_setting]
-        moves = max(measured.values()) / best - 1 >= SWEEP_MATTERS
+        moves = max(measured.values()) / best - 1 >= GAIN_THAT_MATTERS
         action = answer.get("action")
         if moves:
             right = answer.get("culprit_key") == key
@@ -90,8 +91,8 @@ def score(runs: list) -> tuple[pd.DataFrame, pd.DataFrame]:
             errors.append(abs(error))
             points.append({"scenario": spec["name"], "setting": f"{key}={_label(setting)}",
                            "measured step (ms)": round(measured[setting]),
-                           "predicted step (ms)": round(predicted), "error": f"{100 * error:+.1f} %"})
-        wrong_no_help = action == "cannot_help" and own_ms is not None and best < own_ms / (1 + SWEEP_MATTERS)
+                           "predicted step (ms)": round(predicted), "error": f"{pct(error, 1, signed=True)}"})
+        wrong_no_help = action == "cannot_help" and own_ms is not None and best < own_ms / (1 + GAIN_THAT_MATTERS)
         promised = _promise(answer)
         predicted_pick = predict(advice, rec)["step_ms"] if rec else None
         rows.append({
@@ -103,18 +104,18 @@ def score(runs: list) -> tuple[pd.DataFrame, pd.DataFrame]:
             "recommended": _label(picked) if action == "set_workers" else f"keep ({_label(own)})",
             "its measured step (ms)": "" if picked_ms is None else round(picked_ms),
             "sweep's best (ms)": f"{round(best)} at {_label(best_setting)}",
-            "pick vs best": "" if picked_ms is None else f"{100 * (picked_ms / best - 1):+.1f} %",
+            "pick vs best": "" if picked_ms is None else f"{pct((picked_ms / best - 1), 1, signed=True)}",
             "verified": "yes" if answer.get("verified") else "no",
             "promised (ms)": "" if promised is None else round(promised),
             "promise vs sweep": "" if promised is None or picked_ms is None
-            else f"{100 * (promised / picked_ms - 1):+.1f} %",
+            else f"{pct((promised / picked_ms - 1), 1, signed=True)}",
             "model at pick vs sweep": "" if predicted_pick is None or picked_ms is None
-            else f"{100 * (predicted_pick / picked_ms - 1):+.1f} %",
-            "pick within 10 %": "not swept" if picked_ms is None
+            else f"{pct((predicted_pick / picked_ms - 1), 1, signed=True)}",
+            PICK_WITHIN: "not swept" if picked_ms is None
             else within_best(picked_ms, best),
             WRONG_NO_HELP: "NO" if wrong_no_help else "no",
-            "worst prediction error": f"{100 * max(errors):.1f} %",
-            "predictions within 15 %": "yes" if max(errors) <= PREDICTION_TARGET else "NO",
+            "worst prediction error": f"{pct(max(errors), 1)}",
+            PREDICTIONS_WITHIN: "yes" if max(errors) <= PREDICTION_TARGET else "NO",
             **peer_columns(((diagnosed.diagnosis or {}).get("peers") or {}).get("msanalyzer"),
                            key, moves, measured, best),
             **autotune_columns(next((a for a in arms if (a.summary.scenario or {}).get("role") == "peer"
@@ -128,8 +129,8 @@ UNSCORED_PREFETCH = "unscored (prefetch_size is not swept)"
 
 
 def within_best(step: float, best: float) -> str:
-    """"yes" when a measured step is within PICK_TARGET (10 %) of the best, else "NO"."""
-    return "yes" if step <= best * (1 + PICK_TARGET) else "NO"
+    """"yes" when a measured step is within GAIN_THAT_MATTERS of the best, else "NO"."""
+    return "yes" if step <= best * (1 + GAIN_THAT_MATTERS) else "NO"
 
 
 def peer_columns(reading: dict | None, key: str, moves: bool, measured: dict, best: float) -> dict[str, str]:
@@ -161,7 +162,7 @@ def autotune_columns(arm, medians: dict[str, float], best: float) -> dict[str, s
     step = medians.get(arm.summary.arm)
     return {"AutoTune settled on": reading.get("advice") or "no setting saved",
             "AutoTune step (ms)": "" if step is None else round(step),
-            "AutoTune within 10 %": "" if step is None else within_best(step, best)}
+            AUTOTUNE_WITHIN: "" if step is None else within_best(step, best)}
 
 
 def _promise(answer: dict) -> float | None:
@@ -178,13 +179,13 @@ def summary_line(table: pd.DataFrame) -> str:
         return ""
     n = len(table)
     return (f"{n} scenario(s): culprit right in {(table['culprit right'] == 'yes').sum()}, recommended "
-            f"setting within 10 % of the sweep's best in {(table['pick within 10 %'] == 'yes').sum()}, "
+            f"setting within {pct(GAIN_THAT_MATTERS)} of the sweep's best in {(table[PICK_WITHIN] == 'yes').sum()}, "
             f"a wrong 'no setting helps' in {(table[WRONG_NO_HELP] == 'NO').sum()}, "
             f"the answer verified by measurement in {(table['verified'] == 'yes').sum()}, "
-            f"every prediction within 15 % in {(table['predictions within 15 %'] == 'yes').sum()}"
+            f"every prediction within {pct(PREDICTION_TARGET)} in {(table[PREDICTIONS_WITHIN] == 'yes').sum()}"
             + (f"; MindSpore's own analyzer named the right culprit in "
                f"{(table[ANALYZER_RIGHT] == 'yes').sum()} of {(table[ANALYZER_RIGHT] != '').sum()}"
                if ANALYZER_RIGHT in table and (table[ANALYZER_RIGHT] != "").any() else "")
-            + (f"; AutoTune's setting within 10 % of the sweep's best in "
-               f"{(table['AutoTune within 10 %'] == 'yes').sum()} of {table['AutoTune within 10 %'].notna().sum()}"
-               if "AutoTune within 10 %" in table else "") + ".")
+            + (f"; AutoTune's setting within {pct(GAIN_THAT_MATTERS)} of the sweep's best in "
+               f"{(table[AUTOTUNE_WITHIN] == 'yes').sum()} of {table[AUTOTUNE_WITHIN].notna().sum()}"
+               if AUTOTUNE_WITHIN in table else "") + ".")

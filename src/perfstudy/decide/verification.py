@@ -30,11 +30,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from perfstudy.decide.advisor import canonical, describe_settings, predict
+from perfstudy.common.thresholds import GAIN_THAT_MATTERS, pct
+from perfstudy.decide.advisor import canonical, cost, describe_settings, predict
 from perfstudy.run.settings import MP
 from perfstudy.run.summary import RunSummary
-
-MIN_GAIN = 0.10  # a measured gain below this is not recommended (the benchmark's "matters")
 
 
 def _same(a: dict[str, Any], b: dict[str, Any]) -> bool:
@@ -94,14 +93,7 @@ def _noise(a: dict[str, Any], b: dict[str, Any]) -> float:
 
 def bar(a: dict[str, Any], b: dict[str, Any]) -> float:
     """The share by which two windows must differ to count as different."""
-    return max(MIN_GAIN, _noise(a, b))
-
-
-def _cost(settings: dict[str, Any], now: dict[str, Any]) -> tuple:
-    workers = sum(v for k, v in settings.items() if not k.endswith(MP))
-    processes = sum(1 for k, v in settings.items() if k.endswith(MP) and v)
-    changes = sum(1 for k in set(settings) | set(now) if settings.get(k) != now.get(k))
-    return (changes, workers, processes)
+    return max(GAIN_THAT_MATTERS, _noise(a, b))
 
 
 def reference(summary: RunSummary) -> dict[str, Any] | None:
@@ -137,10 +129,10 @@ def verdict(verification: dict[str, Any] | None,
     if helps:
         fastest = min(helps, key=lambda w: w["step_ms"])
         near = [w for w in helps if w["step_ms"] / fastest["step_ms"] - 1 <= bar(w, fastest)]
-        chosen = min(near, key=lambda w: _cost(canonical(w["settings"]), canonical(now["settings"])))
+        chosen = min(near, key=lambda w: cost(canonical(w["settings"]), canonical(now["settings"])))
     best = min(windows, key=lambda w: w["step_ms"])
     # faster by what matters, but not beyond the windows' noise: the windows cannot tell
-    unresolved = not helps and best is not now and now["step_ms"] / best["step_ms"] - 1 > MIN_GAIN
+    unresolved = not helps and best is not now and now["step_ms"] / best["step_ms"] - 1 > GAIN_THAT_MATTERS
     return {"now": now, "chosen": chosen, "best": best, "helps": bool(helps), "unresolved": unresolved,
             "unrepresentative": None,
             "bar": bar(now, chosen if chosen is not now else best),
@@ -167,9 +159,9 @@ def cost_sentence(verification: dict[str, Any] | None) -> str | None:
     measured = sum(1 for w in verification["windows"] if "step_ms" in w and not w.get("main_window"))
     skipped = sum(1 for w in verification["windows"] if "skipped" in w)
     text = (f"Verification: {measured} window(s) of {sum(w.get('steps', 0) for w in verification['windows'])} "
-            f"steps in {verification['wall_s']:.0f} s, {100 * verification['share_of_training']:.0f} % of "
+            f"steps in {verification['wall_s']:.0f} s, {pct(verification['share_of_training'])} of "
             f"the training's {verification['training_wall_s']:.0f} s (budget "
-            f"{100 * verification['budget_share']:.0f} %)"
+            f"{pct(verification['budget_share'])})"
             + ("; the current setting is the run's own measured window"
                if any(w.get("main_window") for w in verification["windows"]) else ""))
     return text + (f"; {skipped} skipped past the budget." if skipped else ".")

@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from perfstudy.common.io import write_text_atomic
+from perfstudy.common.thresholds import pct
 from perfstudy.measure.profiling import OPS_DIR
 
 DISAGREEMENT = 0.10  # median relative step-time difference above which the report says so
@@ -132,8 +133,8 @@ def cross_check(joined: pd.DataFrame) -> dict[str, Any]:
         parts[f"{part}_diff_ms_median"] = float(diff.median())
     agrees = median_rel <= DISAGREEMENT
     sentence = (f"Op timeline and host timers {'agree' if agrees else 'DISAGREE'} on step time: "
-                f"median difference {100 * median_rel:.1f} % over {len(usable)} steps "
-                f"(limit {100 * DISAGREEMENT:.0f} %); the timeline's forward+backward is "
+                f"median difference {pct(median_rel, 1)} over {len(usable)} steps "
+                f"(limit {pct(DISAGREEMENT)}); the timeline's forward+backward is "
                 f"{parts['fwd_bwd_diff_ms_median']:+.1f} ms and its gap "
                 f"{parts['gap_diff_ms_median']:+.1f} ms off the host's (launch and Python "
                 "overhead sit between the timers and the kernels)")

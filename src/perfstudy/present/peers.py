@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import pandas as pd
 
+from perfstudy.common.thresholds import GAIN_THAT_MATTERS, pct
 from perfstudy.decide import pick
 from perfstudy.decide.peers import ANALYZER
-from perfstudy.decide.scenarios import SWEEP_MATTERS, UNSCORED_PREFETCH, within_best
+from perfstudy.decide.scenarios import UNSCORED_PREFETCH, within_best
 from perfstudy.run.settings import PRIMARY_KEY
 
 
@@ -53,7 +54,7 @@ def against_sweep(arms: list) -> pd.DataFrame:
     if len(steps) < 2:
         return pd.DataFrame()
     best = min(steps.values())
-    moves = max(steps.values()) / best - 1 >= SWEEP_MATTERS
+    moves = max(steps.values()) / best - 1 >= GAIN_THAT_MATTERS
     readings = source.diagnosis.get("peers") or {}
     rows = []
     for reading in (readings.get("ours"), readings.get("msanalyzer")):
@@ -71,12 +72,12 @@ def against_sweep(arms: list) -> pd.DataFrame:
         rows.append({"tool": reading["tool"], "culprit": reading.get("operator") or "none",
                      "culprit right": "yes" if (names if moves else not names) else "NO",
                      "advice": reading.get("advice"), "its measured step (ms)": "" if ran is None else round(ran),
-                     "within 10 % of the best": within})
+                     f"within {pct(GAIN_THAT_MATTERS)} of the best": within})
     for arm in arms:
         tuned = ((arm.diagnosis or {}).get("peers") or {}).get("autotune")
         if tuned and tuned.get("step_ms"):
             rows.append({"tool": f"{tuned['tool']} ({arm.name})", "culprit": tuned.get("operator"),
                          "culprit right": "yes" if ((tuned.get("settings") or {}).get(PRIMARY_KEY, 1) > 1) == moves
                          else "NO", "advice": tuned["advice"], "its measured step (ms)": round(tuned["step_ms"]),
-                         "within 10 % of the best": within_best(tuned["step_ms"], best)})
+                         f"within {pct(GAIN_THAT_MATTERS)} of the best": within_best(tuned["step_ms"], best)})
     return pd.DataFrame(rows)

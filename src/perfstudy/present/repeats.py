@@ -12,6 +12,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from perfstudy.common.thresholds import pct
+
 BOOTSTRAP_SAMPLES = 10_000
 CONFIDENCE = 0.95
 SEED = 20221026  # fixed: the interval is part of the report, it must not change on a rebuild
@@ -79,11 +81,11 @@ def report_table(frame: pd.DataFrame) -> pd.DataFrame:
         "median (ms)": f"{row.steady_step_ms_median:.0f}",
         "olympic mean (ms)": f"{row.steady_step_ms_olympic_mean:.0f}",
         "min .. max (ms)": f"{row.steady_step_ms_min:.0f} .. {row.steady_step_ms_max:.0f}",
-        "spread": f"{100 * row.spread:.1f} %",
-        "gap share (median, min .. max)": (f"{100 * row.gap_share_median:.1f} % "
+        "spread": f"{pct(row.spread, 1)}",
+        "gap share (median, min .. max)": (f"{pct(row.gap_share_median, 1)} "
                                            f"({100 * row.gap_share_min:.1f} .. {100 * row.gap_share_max:.1f})"),
         "speedup (median)": f"{row.speedup_median:.2f}x",
-        f"{100 * CONFIDENCE:.0f} % bootstrap interval": interval(row),
+        f"{pct(CONFIDENCE)} bootstrap interval": interval(row),
     } for row in frame.itertuples(index=False)])
 
 
@@ -123,14 +125,14 @@ def answers(runs: list, margin: float = 0.10) -> list[dict]:
             common = {k: v for k, v in changes[0].items() if all(c.get(k) == v for c in changes[1:])}
             why = (f"the repeats disagree ({'; '.join(f'{a}: {n} of {len(given)}' for a, n in counts.items())}): "
                    "their verification windows do not tell these settings apart on this machine "
-                   f"(the arm's step itself moved {100 * spread:.0f} % between repeats)")
+                   f"(the arm's step itself moved {pct(spread)} between repeats)")
             if common:
                 why += (f"; every repeat agrees on {describe(common, diagnosed[0].diagnosis)}"
                         ", the rest is not settled")
         elif not clear:
             why = (f"every repeat says {given[0]}, but its smallest measured gain "
-                   f"({100 * min(gains):.0f} %) is inside the step's run-to-run spread "
-                   f"({100 * spread:.0f} %) or the {100 * margin:.0f} % margin")
+                   f"({pct(min(gains))}) is inside the step's run-to-run spread "
+                   f"({pct(spread)}) or the {pct(margin)} margin")
         else:
             why = f"every repeat says {given[0]}"
         out.append({"arm": arm, "repeats": len(given), "answers": counts, "spread": spread,

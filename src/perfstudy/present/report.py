@@ -15,6 +15,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from perfstudy.common.io import read_json, read_table, write_csv, write_json, write_text_atomic  # noqa: E402
+from perfstudy.common.thresholds import pct
 from perfstudy.decide import claims, remedy, scenarios  # noqa: E402
 from perfstudy.decide.decision import describe_changes  # noqa: E402
 from perfstudy.decide.diagnosis import input_bound_band, verdict_label  # noqa: E402
@@ -74,7 +75,7 @@ def verdict(arm: Arm, baseline: Arm | None) -> str:
     band = input_bound_band(s.gap_share)
     head = (f"{arm.name} ({_workers_text(s)}): "
             + ("not input-bound" if band == "not" else f"{band} input-bound")
-            + f", the step waits for data {100 * s.gap_share:.0f} % of the time "
+            + f", the step waits for data {pct(s.gap_share)} of the time "
             f"(gap {s.gap_ms.mean:.0f} ms of a {s.steady_step_ms:.0f} ms steady step)")
     if baseline is not None and arm is not baseline:
         head += f", {baseline.summary.steady_step_ms / s.steady_step_ms:.2f}x the baseline's speed"
@@ -285,7 +286,7 @@ def _diagnosis_table(arms: list[Arm]) -> pd.DataFrame:
         rows.append({
             "arm": arm.name,
             "verdict": verdict_label(d["bound"]),
-            "input-bound (TF bands)": f"{d['input_bound']['band']} ({100 * d['input_bound']['gap_share']:.1f} %)",
+            "input-bound (TF bands)": f"{d['input_bound']['band']} ({pct(d['input_bound']['gap_share'], 1)})",
             "culprit operator": (f"{culprit['label']}, {culprit.get('num_workers')} worker(s)"
                                  if culprit else "none"),
             "host CPU busy": f"{busy:.0f} % of {cpu['cores']}" if busy is not None else "not profiled",
@@ -305,8 +306,8 @@ def _ops_table(arms: list[Arm]) -> pd.DataFrame:
             if pd.isna(row.queue_usage):
                 continue
             rows.append({"arm": arm.name, "operator": row.label, "workers": row.num_workers,
-                         "queue usage": f"{100 * row.queue_usage:.0f} %",
-                         "empty": f"{100 * row.empty_ratio:.0f} %",
+                         "queue usage": f"{pct(row.queue_usage)}",
+                         "empty": f"{pct(row.empty_ratio)}",
                          "CPU (% of a core)": "-" if pd.isna(row.cpu_pct) else f"{row.cpu_pct:.0f}"})
     return pd.DataFrame(rows)
 
@@ -383,7 +384,7 @@ def _published_vs_measured(arms: list[Arm]) -> pd.DataFrame:
 
 def _fmt(key: str, value: float) -> str:
     if key == "share":
-        return f"{100 * value:.1f} %"
+        return f"{pct(value, 1)}"
     if key == "speedup":
         return f"{value:.2f}x"
     return f"{value:.2f}" if value < 10 else f"{value:.1f}" if value < 100 else f"{value:.0f}"

@@ -17,6 +17,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
+from perfstudy.common.thresholds import GAIN_THAT_MATTERS, pct
 from perfstudy.decide.advisor import predict  # noqa: E402
 from perfstudy.decide.pick import arm_workers, fixed_arms, pick_check, settings, source_arm  # noqa: E402
 from perfstudy.present.figstyle import legend_below  # noqa: E402
@@ -40,7 +41,7 @@ def whatif_table(arms: list) -> pd.DataFrame:
         rows.append({"arm": arm.name, "map workers": arm_workers(arm),
                      "measured step (ms)": round(measured),
                      "predicted step (ms)": round(predicted["step_ms"]),
-                     "error": f"{100 * (predicted['step_ms'] - measured) / measured:+.1f} %",
+                     "error": f"{pct((predicted['step_ms'] - measured) / measured, 1, signed=True)}",
                      "predicted pace": predicted["binding"]})
     ran = {arm_workers(a) for a in fixed_arms(arms, source)}
     for workers in _counts(advice):
@@ -69,8 +70,8 @@ def advisor_lines(arms: list) -> list[str]:
             f"({check['best_workers']} worker(s), {check['best_step_ms']:.0f} ms)")
     if "picked_step_ms" in check:
         head += (f"; the pick measured {check['picked_step_ms']:.0f} ms, "
-                 f"{100 * check['picked_vs_best']:+.1f} % against the best "
-                 f"({'within' if check['within_target'] else 'outside'} the 10 % target)")
+                 f"{pct(check['picked_vs_best'], 1, signed=True)} against the best "
+                 f"({'within' if check['within_target'] else 'outside'} the {pct(GAIN_THAT_MATTERS)} target)")
     else:
         head += "; no arm ran the pick, so it is not checked here (run study=sweep)"
     return lines + [head + "."] + autotune_lines(arms, check)
@@ -88,14 +89,14 @@ def autotune_lines(arms: list, check: dict[str, Any]) -> list[str]:
         line = (f"{arm.name}: Dataset AutoTune, started from {arm_workers(arm)} map worker(s), "
                 + (f"ended with {chosen} map worker(s)" if chosen else "saved no setting")
                 + f"; steady step {step:.0f} ms over the whole run (it tunes while the steps run), "
-                f"{100 * (step / check['best_step_ms'] - 1):+.1f} % against the fastest fixed "
+                f"{pct((step / check['best_step_ms'] - 1), 1, signed=True)} against the fastest fixed "
                 f"setting ({check['best_arm']})")
         manual = next((a for a in arms if a.name == "tuned"), None)
         if manual is not None:  # the case study's manual fix, when the study has it
-            line += (f", {100 * (step / manual.summary.steady_step_ms - 1):+.1f} % against the "
+            line += (f", {pct((step / manual.summary.steady_step_ms - 1), 1, signed=True)} against the "
                      f"manual tuned arm ({arm_workers(manual)} worker(s))")
         if "picked_step_ms" in check:
-            line += f" and {100 * (step / check['picked_step_ms'] - 1):+.1f} % against the advisor's pick"
+            line += f" and {pct((step / check['picked_step_ms'] - 1), 1, signed=True)} against the advisor's pick"
         lines.append(line + (f"; its configuration: {Path(tuned['config_file']).name}"
                              if tuned.get("config_file") else "") + ".")
     return lines

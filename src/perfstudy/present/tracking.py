@@ -26,6 +26,7 @@ from typing import Any
 
 import pandas as pd
 
+from perfstudy.common.thresholds import pct
 from perfstudy.decide.advisor import gil_share
 from perfstudy.decide.diagnosis import verdict_label
 from perfstudy.run.summary import RunSummary
@@ -250,7 +251,7 @@ def training_window_ms(summary: RunSummary, steps: pd.DataFrame) -> tuple[int, i
 def run_description(summary: RunSummary, diagnosis: dict[str, Any] | None) -> str:
     """The arm run's description (MLflow's note): verdict and recommendation first."""
     numbers = (f"Steady step {summary.steady_step_ms:.0f} ms, the step waits for data "
-               f"{100 * summary.gap_share:.1f} % of the time, {summary.images_per_s:.1f} "
+               f"{pct(summary.gap_share, 1)} of the time, {summary.images_per_s:.1f} "
                f"images/s ({summary.steps_measured} measured steps).")
     if not diagnosis:
         return numbers

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from perfstudy.common.thresholds import PREDICTION_TARGET, pct
 from perfstudy.decide.advisor import canonical
 from perfstudy.decide.verification import accuracy_rows, cost_sentence, operator_kind
 
@@ -23,9 +24,10 @@ def windows_table(arms: list) -> pd.DataFrame:
                 "kind": operator_kind(advice, w["settings"]) if advice else "",
                 "predicted (ms)": round(w["predicted_ms"]),
                 "measured (ms)": "" if measured is None else round(measured),
-                "± (se)": "" if measured is None else f"{100 * w['rse']:.1f} %",
+                "± (se)": "" if measured is None else pct(w["rse"], 1),
                 "steps": w.get("steps_measured", ""),
-                "error": "" if measured is None else f"{100 * (w['predicted_ms'] - measured) / measured:+.1f} %",
+                "error": "" if measured is None
+                else pct((w["predicted_ms"] - measured) / measured, 1, signed=True),
                 "steady": w.get("skipped") or ("the run's window" if w.get("main_window")
                                                else "yes" if w.get("steady") else "no"),
                 "recommended": "yes" if chosen is not None and canonical(w["settings"]) == canonical(chosen) else ""})
@@ -62,7 +64,8 @@ def accuracy_by_kind(arms: list) -> pd.DataFrame:
     out = []
     for (kind, held_out), group in frame.groupby(["kind", "held_out"]):
         out.append({"operator kind": kind, "held out": "yes" if held_out else "no",
-                    "windows": len(group), "mean |error|": f"{100 * group['error'].mean():.1f} %",
-                    "worst |error|": f"{100 * group['error'].max():.1f} %",
-                    "within 15 %": f"{(group['error'] <= 0.15).sum()} of {len(group)}"})
+                    "windows": len(group), "mean |error|": f"{pct(group['error'].mean(), 1)}",
+                    "worst |error|": f"{pct(group['error'].max(), 1)}",
+                    f"within {pct(PREDICTION_TARGET)}":
+                        f"{(group['error'] <= PREDICTION_TARGET).sum()} of {len(group)}"})
     return pd.DataFrame(out)

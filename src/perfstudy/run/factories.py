@@ -35,9 +35,6 @@ from perfstudy.common.config import ConfigError
 
 log = logging.getLogger(__name__)
 
-# the parameters a pipeline factory gets only when it names them
-OPTIONAL = ("pipeline", "num_batches")
-
 
 def _reason(exc: BaseException) -> str:
     """The first line of what went wrong, without Hydra's wrapping."""

@@ -55,13 +55,6 @@ def train_transforms(image_size: int) -> list:
     ]
 
 
-def eval_transforms(image_size: int) -> list:
-    """The article's evaluation transforms (Resize(256) scaled with the input size)."""
-    resize = max(image_size, round(image_size * 256 / 224))
-    return [vision.Decode(), vision.Resize(resize), vision.CenterCrop(image_size),
-            vision.Normalize(mean=MEAN, std=STD), vision.HWC2CHW()]
-
-
 class SlowReader:
     """Random-access source over an ImageFolder that waits `delay_ms` before reading each file
     (a remote or slow file system); labels as ImageFolderDataset gives them (sorted classes)."""

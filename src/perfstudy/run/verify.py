@@ -35,6 +35,7 @@ import numpy as np
 import pandas as pd
 from omegaconf import open_dict
 
+from perfstudy.common.thresholds import pct
 from perfstudy.measure import steptrace
 from perfstudy.run import pipeline
 from perfstudy.run.settings import ADDRESSED, MP
@@ -180,7 +181,7 @@ def run_windows(step_fn: StepFn, source: str, cfg, plan: list[dict[str, Any]], b
         if ran >= ALWAYS_RUN and spent + windows[-1]["wall_s"] > budget_s:
             windows.append({**entry, "skipped": (
                 f"the windows had used {spent:.0f} s of the {budget_s:.0f} s budget "
-                f"({100 * cfg.verify.budget_share:.0f} % of the training's {training_wall_s:.0f} s)")})
+                f"({pct(cfg.verify.budget_share)} of the training's {training_wall_s:.0f} s)")})
             continue
         log.info("verification window %d/%d: %s", ran + 1, len(to_run), entry.get("label", entry["settings"]))
         # what is left of the budget, shared by the windows still to run

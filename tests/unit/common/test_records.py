@@ -65,3 +65,11 @@ def test_optional_fields_default_and_records_round_trip(tmp_path):
     del data["verification"]  # optional: has a default
     assert from_dict(RunSummary, data).verification is None
     jsonschema.validate(to_dict(summary), json.loads((SCHEMAS / "summary.schema.json").read_text()))
+
+
+def test_a_share_is_written_one_way():
+    from perfstudy.common.thresholds import GAIN_THAT_MATTERS, pct
+
+    assert pct(GAIN_THAT_MATTERS) == "10 %" and pct(0.0525, 1) == "5.2 %"
+    assert pct(-0.052, signed=True) == "-5 %" and pct(0.3, signed=True) == "+30 %"
+    assert pct(None) == "-" and pct(float("nan")) == "-"

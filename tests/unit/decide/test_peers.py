@@ -7,6 +7,7 @@ import pandas as pd
 from records import make_summary
 
 from perfstudy.common.io import read_json
+from perfstudy.common.thresholds import GAIN_THAT_MATTERS, pct
 from perfstudy.decide import claims, peers, scenarios
 from perfstudy.measure import msanalyzer
 from perfstudy.run.summary import read_summary
@@ -142,7 +143,7 @@ def test_the_report_sets_the_tools_side_by_side_and_scores_them_against_the_arms
     assert side.loc["autotune", "AutoTune: settled on, measured"].endswith("650 ms (1.54x the baseline)")
     scored = shown.against_sweep(arms).set_index("tool")
     assert scored.loc[peers.OURS, "culprit right"] == "yes"
-    assert scored.loc[peers.OURS, "within 10 % of the best"] == "yes"
+    assert scored.loc[peers.OURS, f"within {pct(GAIN_THAT_MATTERS)} of the best"] == "yes"
     assert scored.loc[peers.ANALYZER, "culprit right"] == "NO"
-    assert scored.loc[peers.ANALYZER, "within 10 % of the best"].startswith("unscored")
-    assert scored.loc[f"{peers.AUTOTUNE} (autotune)", "within 10 % of the best"] == "yes"
+    assert scored.loc[peers.ANALYZER, f"within {pct(GAIN_THAT_MATTERS)} of the best"].startswith("unscored")
+    assert scored.loc[f"{peers.AUTOTUNE} (autotune)", f"within {pct(GAIN_THAT_MATTERS)} of the best"] == "yes"

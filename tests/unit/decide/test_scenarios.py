@@ -41,10 +41,10 @@ def test_a_right_culprit_and_pick_score_yes():
         {1: 3100.0, 2: 1600.0, 3: 1100.0, 4: 800.0})
     table, points = scenarios.score(arms)
     row = table.iloc[0]
-    assert row["culprit right"] == "yes" and row["pick within 10 %"] == "yes"
+    assert row["culprit right"] == "yes" and row[scenarios.PICK_WITHIN] == "yes"
     assert row["its measured step (ms)"] == 800 and row[scenarios.WRONG_NO_HELP] == "no"
     assert len(points) == 4  # one prediction per swept setting, each with its error
-    assert row["predictions within 15 %"] == ("yes" if max(
+    assert row[scenarios.PREDICTIONS_WITHIN] == ("yes" if max(
         abs(float(e.rstrip(" %"))) for e in points["error"]) <= 15 else "NO")
 
 

@@ -14,7 +14,8 @@ import pytest
 from conftest import PYTHON, REPO
 
 from perfstudy.common.io import read_json
-from perfstudy.decide.decision import NOT_STEADY, validity
+from perfstudy.common.thresholds import NOT_STEADY
+from perfstudy.decide.decision import validity
 
 pytestmark = [pytest.mark.slow, pytest.mark.serial]  # the buffered batches depend on the host's pace
 MAX_SMOKE_STEPS = 200  # a smoke-size window must not need hundreds of steps
