@@ -11,10 +11,10 @@ import sys
 from pathlib import Path
 
 from perfstudy.common import config
-from perfstudy.common.io import read_json
 from perfstudy.decide import claims
+from perfstudy.decide.arm import load_arm
 from perfstudy.orchestrate.cli import UserError, main_guard, setup_logging
-from perfstudy.present import history, report, tracking
+from perfstudy.present import history, report, sentences, tracking
 
 log = logging.getLogger("make_report")
 
@@ -50,7 +50,7 @@ def main() -> None:
     arms = []
     for name in args.arms:
         run_dir = Path(args.runs_dir) / name
-        arm = report.load_arm(run_dir, name)
+        arm = load_arm(run_dir, name)
         summary = arm.summary
         run = summary.run
         if summary.study != args.study or run != name:
@@ -64,10 +64,14 @@ def main() -> None:
                             "(snakemake --cores all --forcerun train) rather than mixing results of "
                             "two configs in one report.")
         arms.append(arm)
-    paths = report.build(args.study, arms, args.out, spec, _history(args, spec, arms))
+    # decided first (decide/), then drawn (present/): the report renders the scored card
+    card = claims.scorecard(spec, [a for a in arms if a.summary.repeat == 1], arms,
+                            _history(args, spec, arms))
+    claims.write_scorecard(args.out, card)
+    paths = report.build(args.study, arms, args.out, card)
     for arm in arms:
-        log.info(report.verdict(arm, arms[0] if arms[0].name == "baseline" else None))
-    log.info("scorecard: %s", read_json(paths["scorecard"])["headline"])
+        log.info(sentences.verdict(arm, arms[0] if arms[0].name == "baseline" else None))
+    log.info("scorecard: %s", card["headline"])
     log.info("report: %s", paths["html"])
 
 

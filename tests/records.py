@@ -48,3 +48,14 @@ def edited(summary: RunSummary, **fields: Any) -> RunSummary:
     """The same summary with some nested-or-not fields changed (nested dicts merge)."""
     return make_summary(_merge(to_dict(summary), fields)) if any(
         isinstance(v, dict) for v in fields.values()) else replace(summary, **fields)
+
+
+def render_report(study: str, runs: list, out, spec: dict[str, Any] | None = None) -> dict:
+    """What scripts/make_report.py does: score the claims (decide/), write scorecard.json,
+    then draw the report (present/); returns the report's paths and the scorecard's."""
+    from perfstudy.decide import claims
+    from perfstudy.present import report
+
+    card = claims.scorecard(spec, [r for r in runs if r.summary.repeat == 1], runs)
+    scorecard = claims.write_scorecard(out, card)
+    return {**report.build(study, runs, out, card), "scorecard": scorecard}

@@ -31,6 +31,7 @@ import pandas as pd
 import yaml
 
 from perfstudy.common.config import ConfigError
+from perfstudy.common.io import write_json
 from perfstudy.common.provenance import REPO_ROOT
 from perfstudy.common.thresholds import pct
 from perfstudy.decide import pick, remedy
@@ -398,6 +399,29 @@ def _margin(claim: dict[str, Any], value: float) -> float:
     """How far a value sits from the nearest numeric bound (inf without one)."""
     return min((abs(value - claim[b]) for b in ("at_least", "at_most") if b in claim),
                default=float("inf"))
+
+
+def scorecard(spec: dict[str, Any] | None, arms: list, runs: list | None = None,
+              history: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The study's scorecard, decided before any report is drawn.
+
+    Args:
+        spec: the claims file (load); None: nothing is scored, and the card says so.
+        arms: the study's arms (first repeat); runs: every repeat (None: the arms only).
+        history: the study's earlier recorded runs (perfstudy.present.history.read), or None.
+
+    Returns:
+        The card: headline, title, each claim's result (score), and its history.
+    """
+    card = score(spec or {"claims": []}, arms, runs)
+    if history is not None and card["claims"]:
+        card = with_history(card, spec, history, history["machine"])
+    return card
+
+
+def write_scorecard(out_dir: str | Path, card: dict[str, Any]) -> Path:
+    """scorecard.json in the report folder (the output contract's path)."""
+    return write_json(Path(out_dir) / "scorecard.json", card)
 
 
 def with_history(card: dict[str, Any], spec: dict[str, Any], history: dict[str, Any],

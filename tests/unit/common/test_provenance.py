@@ -4,7 +4,8 @@ import pandas as pd
 from records import make_summary
 
 from perfstudy.common import provenance
-from perfstudy.present.report import Arm, machines_check
+from perfstudy.decide.arm import Arm
+from perfstudy.present.sentences import machines_check
 
 
 def test_environment_names_the_host_and_no_job_outside_a_scheduler(monkeypatch):

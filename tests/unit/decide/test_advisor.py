@@ -4,10 +4,11 @@ import shutil
 
 import pandas as pd
 import pytest
-from records import make_summary
+from records import make_summary, render_report
 
 from perfstudy.common.io import read_json
 from perfstudy.decide import advisor
+from perfstudy.decide.arm import load_arm
 from perfstudy.run import settings
 from perfstudy.run.summary import read_summary
 
@@ -187,10 +188,9 @@ def test_the_real_baseline_predicts_the_tuned_arm_within_fifteen_percent(analyse
 
 
 def test_the_report_sets_predictions_against_the_arms(analysed, tmp_path):
-    from perfstudy.present import report
 
-    arms = [report.load_arm(analysed / arm, arm) for arm in ("baseline", "tuned")]
-    paths = report.build("seed_case", arms, tmp_path)
+    arms = [load_arm(analysed / arm, arm) for arm in ("baseline", "tuned")]
+    paths = render_report("seed_case", arms, tmp_path)
     md = paths["md"].read_text()
     assert "| baseline | 1 | 4312 | 4312 | +0.0 % | pipeline |" in md  # levelled on its own step
     assert "| tuned | 2 | 2991 | 2835 | -5.2 % | cpu |" in md
@@ -201,7 +201,6 @@ def test_the_report_sets_predictions_against_the_arms(analysed, tmp_path):
 
 def test_the_report_sets_autotune_against_the_best_and_the_pick(analysed, tmp_path):
     from perfstudy.common.io import write_json
-    from perfstudy.present import report
 
     shutil.copytree(analysed / "tuned", tmp_path / "autotune")
     summary = read_json(tmp_path / "autotune" / "summary.json")
@@ -209,9 +208,9 @@ def test_the_report_sets_autotune_against_the_best_and_the_pick(analysed, tmp_pa
         "config_file": "/x/autotune_0.json", "remark": "...", "map_workers": 2, "operators": []})
     summary["num_parallel_workers"] = {**summary["num_parallel_workers"], "effective": 1}
     write_json(tmp_path / "autotune" / "summary.json", summary)
-    arms = [report.load_arm(analysed / a, a) for a in ("baseline", "tuned")]
-    arms.append(report.load_arm(tmp_path / "autotune", "autotune"))
-    md = report.build("sweep", arms, tmp_path / "report")["md"].read_text()
+    arms = [load_arm(analysed / a, a) for a in ("baseline", "tuned")]
+    arms.append(load_arm(tmp_path / "autotune", "autotune"))
+    md = render_report("sweep", arms, tmp_path / "report")["md"].read_text()
     line = next(ln for ln in md.splitlines() if ln.startswith("- autotune: Dataset AutoTune"))
     assert "started from 1 map worker(s), ended with 2 map worker(s)" in line
     assert "+22.5 % against the fastest fixed setting (tuned)" in line  # 3663 / 2991

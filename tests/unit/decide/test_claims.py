@@ -6,11 +6,13 @@ import sys
 import pytest
 import yaml
 from conftest import REPO
+from records import render_report
 
 from perfstudy.common.config import ConfigError
 from perfstudy.common.io import read_json
 from perfstudy.decide import claims
-from perfstudy.present import report
+from perfstudy.decide.arm import load_arm
+from perfstudy.present import sentences
 
 SEED_CLAIMS = REPO / "workflow" / "claims" / "seed_case.yaml"
 
@@ -18,7 +20,7 @@ SEED_CLAIMS = REPO / "workflow" / "claims" / "seed_case.yaml"
 @pytest.fixture(scope="module")
 def arms(analysed):
     """The real cpu_demo baseline and tuned runs, analysed (no prepared arm: not scored)."""
-    return [report.load_arm(analysed / arm, arm) for arm in ("baseline", "tuned")]
+    return [load_arm(analysed / arm, arm) for arm in ("baseline", "tuned")]
 
 
 def _by_id(card):
@@ -88,7 +90,7 @@ def test_a_bad_claims_file_is_one_sentence_naming_the_claim(tmp_path, text, word
 
 
 def test_the_report_opens_with_the_scorecard_and_writes_scorecard_json(arms, tmp_path):
-    paths = report.build("seed_case", arms, tmp_path, claims.load(SEED_CLAIMS))
+    paths = render_report("seed_case", arms, tmp_path, claims.load(SEED_CLAIMS))
     card = read_json(paths["scorecard"])
     md = paths["md"].read_text()
     sections = [line for line in md.splitlines() if line.startswith("## ")]
@@ -106,7 +108,7 @@ def test_the_report_opens_with_the_scorecard_and_writes_scorecard_json(arms, tmp
 
 
 def test_without_a_claims_file_the_report_says_nothing_is_scored(arms, tmp_path):
-    paths = report.build("other", arms, tmp_path)
+    paths = render_report("other", arms, tmp_path)
     assert read_json(paths["scorecard"])["claims"] == []
     assert "reproduce here" not in paths["md"].read_text()
     assert claims.claims_path("other", "", REPO) is None
@@ -137,15 +139,15 @@ def test_every_shipped_claims_file_loads_and_belongs_to_a_study():
 
 
 def test_each_verdict_is_one_line_with_its_reasoning_one_click_away(arms, tmp_path):
-    paths = report.build("seed_case", arms, tmp_path, claims.load(SEED_CLAIMS))
+    paths = render_report("seed_case", arms, tmp_path, claims.load(SEED_CLAIMS))
     md = paths["md"].read_text()
     block = md.split("## Verdicts\n\n", 1)[1].split("\n\n", 1)[0].splitlines()
     lines = [line[2:] for line in block if line.startswith("- ")]
     assert [line.split(":")[0] for line in lines] == ["baseline", "tuned"]
     for line, arm in zip(lines, arms, strict=True):
-        assert len(line.split()) <= report.MAX_VERDICT_WORDS, line
+        assert len(line.split()) <= sentences.MAX_VERDICT_WORDS, line
         answer = arm.diagnosis["recommendation"]
-        assert report.verdict_label(arm.diagnosis["bound"]) in line and "do: " in line
+        assert sentences.verdict_label(arm.diagnosis["bound"]) in line and "do: " in line
         assert f"measured {arm.summary.steady_step_ms:.0f} ms" in line
         if answer["action"] == "set_workers":  # what to do and its predicted gain, the decision's
             assert f"{answer['predicted_step_ms']:.0f} ms ({1 + answer['predicted_gain']:.2f}x, not verified)" in line

@@ -6,7 +6,7 @@ import pandas as pd
 from records import make_summary
 
 from perfstudy.decide import advisor, scenarios
-from perfstudy.present.report import Arm
+from perfstudy.decide.arm import Arm
 
 KEY = "pipeline.num_parallel_workers"
 

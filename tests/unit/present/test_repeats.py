@@ -7,11 +7,13 @@ import numpy as np
 import pandas as pd
 import pytest
 from conftest import REPO
+from records import render_report
 
 from perfstudy.common.config import ConfigError
 from perfstudy.common.io import read_json, write_json
+from perfstudy.decide.arm import load_arm
 from perfstudy.orchestrate.study import arm_overrides, compose_arm, run_names, split_run
-from perfstudy.present import repeats, report
+from perfstudy.present import repeats
 
 FIXTURES = REPO / "tests" / "fixtures" / "cpu_demo"
 WF = {"study": "s", "results": "r", "repeats": 3, "overrides": ["size=smoke"],
@@ -58,14 +60,14 @@ def _runs(tmp_path, steady_by_run, source=FIXTURES):
         summary = copy.deepcopy(read_json(run_dir / "summary.json"))
         summary.update(run=name, repeat=int(k or 1), seed=1 + 10 * (int(k or 1) - 1), steady_step_ms=steady)
         write_json(run_dir / "summary.json", summary)
-        runs.append(report.load_arm(run_dir, name))
+        runs.append(load_arm(run_dir, name))
     return runs
 
 
 def test_the_report_aggregates_repeats_and_details_the_first(tmp_path):
     runs = _runs(tmp_path / "runs", {"baseline": 4300.0, "tuned": 3000.0, "baseline.r2": 4400.0,
                                      "tuned.r2": 2900.0, "baseline.r3": 4350.0, "tuned.r3": 3100.0})
-    paths = report.build("s", runs, tmp_path / "report")
+    paths = render_report("s", runs, tmp_path / "report")
     table = pd.read_csv(paths["repeats"])
     tuned = table.set_index("arm").loc["tuned"]
     assert tuned["repeats"] == 3 and tuned["seeds"] == "1 11 21"
@@ -81,7 +83,7 @@ def test_the_report_aggregates_repeats_and_details_the_first(tmp_path):
 
 def test_one_repeat_has_no_repeats_section(tmp_path):
     runs = _runs(tmp_path / "runs", {"baseline": 4300.0, "tuned": 3000.0})
-    paths = report.build("s", runs, tmp_path / "report")
+    paths = render_report("s", runs, tmp_path / "report")
     assert "## Repeats" not in paths["md"].read_text()
     assert pd.read_csv(paths["repeats"])["repeats"].tolist() == [1, 1]
 
@@ -122,9 +124,9 @@ def test_an_answer_is_settled_only_when_every_repeat_gives_it_beyond_the_noise(t
     (noisy,) = repeats.answers(runs)
     assert not noisy["settled"] and "inside the step's run-to-run spread (38 %)" in noisy["sentence"]
 
-    paths = report.build("s", runs, tmp_path / "report")
+    paths = render_report("s", runs, tmp_path / "report")
     assert "The 2 repeats do not settle it (see why)." in paths["md"].read_text()
     assert not pd.read_csv(paths["answers"])["settled"].any()
     assert repeats.answers(runs[:1]) == []  # one repeat: nothing to settle
-    assert not (report.build("s", runs[:1], tmp_path / "report")).get("answers")
+    assert not (render_report("s", runs[:1], tmp_path / "report")).get("answers")
     assert not (tmp_path / "report" / "answers.csv").exists()

@@ -50,13 +50,13 @@ def test_results_of_the_arms_configs_make_a_report(tmp_path):
 def test_the_title_names_the_models_the_study_trained():
     from types import SimpleNamespace
 
-    from perfstudy.present.report import _models
+    from perfstudy.present.sentences import models
 
     mindcv = [SimpleNamespace(summary=make_summary({"factories": {"model_name": n}}))
               for n in ("mindcv_resnet50", "mindcv_mobilenet_v3_small")]
-    assert _models(mindcv) == "mindcv_mobilenet_v3_small and mindcv_resnet50"
+    assert models(mindcv) == "mindcv_mobilenet_v3_small and mindcv_resnet50"
     # the study's own model, and a factory without a model name
-    assert _models([SimpleNamespace(summary=make_summary({"factories": {"model_name": "resnet50"}})),
+    assert models([SimpleNamespace(summary=make_summary({"factories": {"model_name": "resnet50"}})),
                     SimpleNamespace(summary=make_summary({"factories": {"model_name": None}}))]
                    ) == "ResNet50"
 
@@ -77,7 +77,8 @@ def test_results_of_another_config_are_refused(tmp_path, arm):
 def test_the_verdict_line_says_how_to_decode_less_for_the_pipeline_it_is(factory, words):
     # data.prepared writes a MindRecord only the case study's pipeline reads: a user's
     # pipeline is told to read a smaller copy instead
-    from perfstudy.present.report import Arm, verdict_line
+    from perfstudy.decide.arm import Arm
+    from perfstudy.present.sentences import verdict_line
 
     rec = {"action": "none", "culprit_label": "Map #2 [RandomCropDecodeResize, RandAugment]",
            "culprit_kind": "decode", "verified": True, "remedies": [], "prepared_prediction": None}

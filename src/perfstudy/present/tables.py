@@ -1,0 +1,182 @@
+"""The report's tables (pandas frames): comparison, published vs measured, diagnosis, operators,
+setup, spread, floors and the scorecard."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+import pandas as pd
+
+from perfstudy.common.thresholds import pct
+from perfstudy.decide.arm import Arm
+from perfstudy.decide.diagnosis import input_bound_band, verdict_label
+from perfstudy.present.sentences import workers_text
+
+# The case study's table (CASE_STUDY.md): ResNet50, batch 32, accelerator, MindInsight.
+PUBLISHED = {
+    "baseline": {"gap_ms": 72.8, "step_ms": 90.0},
+    "tuned": {"gap_ms": 0.25, "step_ms": 18.07},
+}
+
+
+def comparison_table(arms: list[Arm]) -> pd.DataFrame:
+    """Published rows and measured rows, one per arm, same columns."""
+    baseline = next((a for a in arms if a.name == "baseline"), arms[0])
+    rows = []
+    for name, pub in PUBLISHED.items():
+        rows.append({"source": "published", "arm": name, "workers_requested": None if name == "baseline" else 12,
+                     "workers_effective": 1 if name == "baseline" else 12,
+                     "steady_step_ms": pub["step_ms"], "gap_ms": pub["gap_ms"],
+                     "gap_share": pub["gap_ms"] / pub["step_ms"],
+                     "speedup": PUBLISHED["baseline"]["step_ms"] / pub["step_ms"]})
+    for arm in arms:
+        s = arm.summary
+        rows.append({
+            "source": "measured", "arm": arm.name,
+            "workers_requested": s.num_parallel_workers.requested,
+            "workers_effective": s.num_parallel_workers.effective,
+            "steady_step_ms": s.steady_step_ms, "gap_ms": s.gap_ms.mean,
+            "gap_share": s.gap_share,
+            "speedup": baseline.summary.steady_step_ms / s.steady_step_ms,
+            "step_ms_median": s.step_ms.median, "step_ms_p10": s.step_ms.p10,
+            "step_ms_p90": s.step_ms.p90, "gap_ms_median": s.gap_ms.median,
+            "fwd_bwd_ms_mean": s.fwd_bwd_ms.mean, "tail_ms_mean": s.tail_ms.mean,
+            "images_per_s": s.images_per_s, "input_bound": input_bound_band(s.gap_share),
+            "compute_floor_ms": s.compute_floor_ms, "input_floor_ms": s.input_floor_ms,
+            "cpu_floor_ms": s.cpu_floor_ms, "binding_floor": s.binding_floor,
+            "steady_vs_floor": s.steady_vs_floor, "steps_measured": s.steps_measured,
+            "steps_excluded": s.steps_excluded, "config_hash": s.config_hash,
+        })
+    return pd.DataFrame(rows)
+
+
+def diagnosis_table(arms: list[Arm]) -> pd.DataFrame:
+    rows = []
+    for arm in arms:
+        d = arm.diagnosis
+        if d is None:
+            continue
+        culprit = d.get("culprit") or {}
+        cpu = d["cpu"]
+        busy = cpu.get("host_busy_pct")
+        rows.append({
+            "arm": arm.name,
+            "verdict": verdict_label(d["bound"]),
+            "input-bound (TF bands)": f"{d['input_bound']['band']} ({pct(d['input_bound']['gap_share'], 1)})",
+            "culprit operator": (f"{culprit['label']}, {culprit.get('num_workers')} worker(s)"
+                                 if culprit else "none"),
+            "host CPU busy": f"{busy:.0f} % of {cpu['cores']}" if busy is not None else "not profiled",
+            "step / CPU floor": f"{cpu['steady_vs_cpu_floor']:.2f}",
+            "iterator wait (median ms)": (f"{d['iterator_wait']['median_ms']:.0f}"
+                                          if d["iterator_wait"].get("batches") else "-"),
+        })
+    return pd.DataFrame(rows)
+
+
+def ops_table(arms: list[Arm]) -> pd.DataFrame:
+    rows = []
+    for arm in arms:
+        if arm.ops is None:
+            continue
+        for row in arm.ops.itertuples(index=False):
+            if pd.isna(row.queue_usage):
+                continue
+            rows.append({"arm": arm.name, "operator": row.label, "workers": row.num_workers,
+                         "queue usage": f"{pct(row.queue_usage)}",
+                         "empty": f"{pct(row.empty_ratio)}",
+                         "CPU (% of a core)": "-" if pd.isna(row.cpu_pct) else f"{row.cpu_pct:.0f}"})
+    return pd.DataFrame(rows)
+
+
+def or_none(frame: pd.DataFrame) -> pd.DataFrame | None:
+    return None if frame.empty else frame
+
+
+def published_vs_measured(arms: list[Arm]) -> pd.DataFrame:
+    by_name = {a.name: a.summary for a in arms}
+    base = by_name.get("baseline")
+    rows = []
+    for label, key in (("iteration gap (ms)", "gap"), ("step time (ms)", "step"),
+                       ("gap share", "share"), ("speed vs baseline", "speedup")):
+        if key == "speedup" and base is None:  # a study without a baseline arm
+            continue
+        row = {"metric": label}
+        for arm_name, pub in PUBLISHED.items():
+            value = {"gap": pub["gap_ms"], "step": pub["step_ms"],
+                     "share": pub["gap_ms"] / pub["step_ms"],
+                     "speedup": PUBLISHED["baseline"]["step_ms"] / pub["step_ms"]}[key]
+            row[f"published {arm_name}"] = _fmt(key, value)
+        for arm in arms:
+            s = arm.summary
+            value = {"gap": s.gap_ms.mean, "step": s.steady_step_ms,
+                     "share": s.gap_share,
+                     "speedup": (base.steady_step_ms / s.steady_step_ms) if base else float("nan")}[key]
+            row[f"measured {arm.name}"] = _fmt(key, value)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _fmt(key: str, value: float) -> str:
+    if key == "share":
+        return f"{pct(value, 1)}"
+    if key == "speedup":
+        return f"{value:.2f}x"
+    return f"{value:.2f}" if value < 10 else f"{value:.1f}" if value < 100 else f"{value:.0f}"
+
+
+def setup_table(arms: list[Arm]) -> pd.DataFrame:
+    rows = []
+    for arm in arms:
+        s = arm.summary
+        env = s.environment
+        rows.append({
+            "arm": arm.name, "map workers": workers_text(s),
+            "device": f"{s.device_target} ({s.mode} mode)",
+            "CPU": f"{env['cpu_model']} x{env['usable_cpus']}",
+            "input": f"{s.batch_size} x {s.image_size} px",
+            "data": (f"{s.dataset.num_images} JPEGs, {s.dataset.total_bytes / 1e6:.0f} MB "
+                     f"({s.dataset.source})"),
+            "steps measured / excluded": (f"{s.steps_measured} / {s.steps_excluded} "
+                                          f"{s.steps_excluded_by_phase}"),
+            "MindSpore": s.mindspore_version,
+            "config hash": s.config_hash,
+        })
+    return pd.DataFrame(rows)
+
+
+def spread_table(arms: list[Arm]) -> pd.DataFrame:
+    rows = []
+    for arm in arms:
+        s = arm.summary
+        for part in ("step_ms", "gap_ms", "fwd_bwd_ms", "tail_ms"):
+            rows.append({"arm": arm.name, "part": part,
+                         **{k: f"{v:.1f}" for k, v in asdict(getattr(s, part)).items()}})
+    return pd.DataFrame(rows)
+
+
+def floor_table(arms: list[Arm]) -> pd.DataFrame:
+    rows = []
+    for arm in arms:
+        s = arm.summary
+        c = s.calibration
+        rows.append({
+            "arm": arm.name,
+            "network alone (ms wall / CPU-ms)": f"{c.compute_wall_ms:.0f} / {c.compute_cpu_ms:.0f}",
+            "pipeline alone (ms wall / CPU-ms per batch)": f"{c.pipeline_wall_ms:.0f} / {c.pipeline_cpu_ms:.0f}",
+            "CPU floor (ms)": f"{s.cpu_floor_ms:.0f}",
+            "binding floor": f"{s.binding_floor} ({s.floor_ms:.0f} ms)",
+            "steady step (ms)": f"{s.steady_step_ms:.0f}",
+            "steady / floor": f"{s.steady_vs_floor:.2f}",
+        })
+    return pd.DataFrame(rows)
+
+
+def scorecard_table(card: dict[str, Any]) -> pd.DataFrame:
+    table = pd.DataFrame([{"result": r["result"] + (", fragile" if (r.get("history") or {}).get("fragile") else ""),
+                           "claim": f"{r['claim']} ({r['source']}; {r['arm']})",
+                           "published": r["published_text"], "measured here": r["measured_text"],
+                           "check": r["check"], "across runs": (r.get("history") or {}).get("text", "-"),
+                           "how": r["detail"]}
+                          for r in card["claims"]])
+    return table if "history" in card else table.drop(columns="across runs")
