@@ -55,7 +55,7 @@ rule all:
 onstart:
     # Jobs on cluster nodes log to the tracking store from there: refuse a SQLite file up front.
     if workflow.non_local_exec:
-        from perfstudy.present.tracking import cluster_store_problem
+        from perfstudy.present.mlflow_store import cluster_store_problem
 
         problem = cluster_store_problem(tracking_uri_hint(), workflow.executor_plugin.name)
         if problem:

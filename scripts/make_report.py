@@ -14,7 +14,7 @@ from perfstudy.common import config
 from perfstudy.decide import claims
 from perfstudy.decide.arm import load_arm
 from perfstudy.orchestrate.cli import UserError, main_guard, setup_logging
-from perfstudy.present import history, report, sentences, tracking
+from perfstudy.present import history, mlflow_fields, mlflow_store, report, sentences
 
 log = logging.getLogger("make_report")
 
@@ -26,9 +26,9 @@ def _history(args, spec, arms) -> dict | None:
     cfg = config.load_run_config(Path(args.runs_dir) / args.arms[0] / "config.yaml")
     if not spec or not spec["claims"] or not cfg.tracking.history:
         return None
-    uri = tracking.resolve_uri(cfg.tracking.uri, cfg.paths.results)
+    uri = mlflow_store.resolve_uri(cfg.tracking.uri, cfg.paths.results)
     ctx = history.context_of_runs(args.study, args.claims, arms)
-    stamp = max(tracking.run_end_ms(a.steps) for a in arms)  # these results' own point
+    stamp = max(mlflow_fields.run_end_ms(a.steps) for a in arms)  # these results' own point
     found = history.read(uri, f"{cfg.tracking.experiment_prefix}/{args.study}", ctx,
                          [c["id"] for c in spec["claims"]], exclude_stamp=stamp)
     log.info("history: %s", found["error"] or f"{len(found['records'])} earlier recorded run(s) in {uri}")

@@ -16,7 +16,7 @@ import pandas as pd
 from perfstudy.common import config
 from perfstudy.common.io import read_json, read_table, write_json
 from perfstudy.orchestrate.cli import main_guard, setup_logging
-from perfstudy.present import tracking
+from perfstudy.present import mlflow_fields, mlflow_store, tracking
 from perfstudy.run.summary import read_summary
 
 log = logging.getLogger("track_arm")
@@ -49,16 +49,16 @@ def main() -> None:
     for receipt in (run_dir / "mlflow_run.json", args.study_receipt):
         if receipt:
             Path(receipt).unlink(missing_ok=True)
-    with tracking.store_lock(ids["tracking_uri"]):
+    with mlflow_store.store_lock(ids["tracking_uri"]):
         result = tracking.log_arm(
-            tracking.client_for(ids["tracking_uri"]), ids["experiment_id"], ids["study_run_id"],
+            mlflow_store.client_for(ids["tracking_uri"]), ids["experiment_id"], ids["study_run_id"],
             study=cfg.study, arm=cfg.arm, instance=ids["instance"],
             params=config.flatten(config.to_container(cfg)), summary=summary, steps=steps,
             artifacts=[f for f in files if f.is_file()] + [Path(p) for p in args.log if Path(p).is_file()],
             results_fingerprint=tracking.fingerprint(run_dir / "steps.csv", run_dir / "summary.json"),
-            extra_metrics=tracking.diagnosis_metrics(diagnosis, ops, queues, tracking.run_end_ms(steps)),
-            extra_tags={**tracking.diagnosis_tags(diagnosis),
-                        "mlflow.note.content": tracking.run_description(summary, diagnosis)},
+            extra_metrics=mlflow_fields.diagnosis_metrics(diagnosis, ops, queues, mlflow_fields.run_end_ms(steps)),
+            extra_tags={**mlflow_fields.diagnosis_tags(diagnosis),
+                        "mlflow.note.content": mlflow_fields.run_description(summary, diagnosis)},
             artifact_dirs={name: run_dir / name for name in ("profile", "autotune")
                            if (run_dir / name).is_dir()})
     log.info("arm %s -> run %s (%s)", cfg.arm, result["run_id"],
@@ -69,4 +69,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main_guard(main, extra_errors=(tracking.TrackingError,)))
+    sys.exit(main_guard(main, extra_errors=(mlflow_store.TrackingError,)))

@@ -17,7 +17,7 @@ from perfstudy.common import config
 from perfstudy.common.io import write_json
 from perfstudy.common.provenance import git_state
 from perfstudy.orchestrate.cli import main_guard, setup_logging
-from perfstudy.present import history, tracking
+from perfstudy.present import history, mlflow_store
 
 
 def main() -> None:
@@ -34,17 +34,17 @@ def main() -> None:
     ctx = history.context(cfg.study, args.claims, {c.arm: config.config_hash(c) for c in configs},
                           machine="")
     ctx.pop(f"{history.TAG}machine")  # set from the runs' own summaries by track_study
-    uri = tracking.resolve_uri(cfg.tracking.uri, cfg.paths.results)
-    instance = tracking.study_instance(Path(args.out).parent)
+    uri = mlflow_store.resolve_uri(cfg.tracking.uri, cfg.paths.results)
+    instance = mlflow_store.study_instance(Path(args.out).parent)
     name = f"{cfg.tracking.experiment_prefix}/{cfg.study}"
-    with tracking.store_lock(uri):
-        client = tracking.client_for(uri)
-        experiment_id = tracking.ensure_experiment(client, name, uri)
-        parent = tracking.ensure_study_run(client, experiment_id, cfg.study, instance,
+    with mlflow_store.store_lock(uri):
+        client = mlflow_store.client_for(uri)
+        experiment_id = mlflow_store.ensure_experiment(client, name, uri)
+        parent = mlflow_store.ensure_study_run(client, experiment_id, cfg.study, instance,
                                            {"git_sha": str(git_state()["git_sha"])}, identity=ctx)
     write_json(args.out, {"tracking_uri": uri, "experiment_name": name, "instance": instance,
                           "experiment_id": experiment_id, "study_run_id": parent})
 
 
 if __name__ == "__main__":
-    sys.exit(main_guard(main, extra_errors=(tracking.TrackingError,)))
+    sys.exit(main_guard(main, extra_errors=(mlflow_store.TrackingError,)))

@@ -15,7 +15,7 @@ import pandas as pd
 from perfstudy.common.io import read_json, write_json
 from perfstudy.decide.diagnosis import verdict_label
 from perfstudy.orchestrate.cli import main_guard, setup_logging
-from perfstudy.present import history, tracking
+from perfstudy.present import history, mlflow_fields, mlflow_store, tracking
 from perfstudy.run.summary import read_summary
 
 
@@ -52,7 +52,7 @@ def main() -> None:
     for run_file in args.run_files:  # every run of the study, repeats included
         arm_runs.setdefault(Path(run_file).parent.name, read_json(run_file)["run_id"])
         steps = pd.read_csv(Path(run_file).parent / "steps.csv")
-        last_end = max(last_end, tracking.run_end_ms(steps))
+        last_end = max(last_end, mlflow_fields.run_end_ms(steps))
     spread = pd.read_csv(report_dir / "repeats.csv")
     for row in spread.itertuples(index=False):  # the aggregates over each arm's repeats
         metrics[f"{row.arm}/repeats"] = row.repeats
@@ -81,7 +81,7 @@ def main() -> None:
                     f"{row['speedup']:.2f}x the images/s of {row['source_arm']} "
                     f"({row['steady_step_ms']:.0f} vs {row['source_step_ms']:.0f} ms per step)")
     card = read_json(report_dir / "scorecard.json")  # the claims, scored: the run's description
-    tags.update(tracking.scorecard_tags(card))
+    tags.update(mlflow_fields.scorecard_tags(card))
     if args.run_files:  # the machine kind the runs ran on: the history's points are compared within it
         env = read_summary(Path(args.run_files[0]).parent).environment
         tags[f"{history.TAG}machine"] = history.machine_kind(env)
@@ -101,11 +101,11 @@ def main() -> None:
                                                     "scorecard.json")
              if (report_dir / name).is_file()]
     files += [(png, "figures") for png in sorted((report_dir / "figures").glob("*.png"))]
-    with tracking.store_lock(ids["tracking_uri"]):
-        tracking.log_study(tracking.client_for(ids["tracking_uri"]), ids["study_run_id"],
+    with mlflow_store.store_lock(ids["tracking_uri"]):
+        tracking.log_study(mlflow_store.client_for(ids["tracking_uri"]), ids["study_run_id"],
                            metrics=metrics, tags=tags, artifacts=files, stamp_ms=last_end)
     write_json(args.out, {**ids, "arm_runs": arm_runs})
 
 
 if __name__ == "__main__":
-    sys.exit(main_guard(main, extra_errors=(tracking.TrackingError,)))
+    sys.exit(main_guard(main, extra_errors=(mlflow_store.TrackingError,)))

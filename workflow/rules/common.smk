@@ -90,7 +90,7 @@ def study_outputs():
 
 def tracking_uri_hint():
     """The store the tracking rules write to, for the closing message."""
-    from perfstudy.present.tracking import resolve_uri
+    from perfstudy.present.mlflow_store import resolve_uri
 
     return resolve_uri(ARM_CONFIGS[ARMS[0]].tracking.uri, RESULTS)
 
@@ -99,7 +99,7 @@ def closing_message():
     """What a finished run prints: the scorecard's answer, the report, and where MLflow's UI
     shows the runs (the Model training view: MLflow 3 otherwise opens its GenAI overview)."""
     from perfstudy.common.io import read_json
-    from perfstudy.present.tracking import ui_hint
+    from perfstudy.present.mlflow_store import ui_hint
 
     folder = Path(RESULTS, "report", STUDY)  # (`report` is a Snakemake keyword)
     lines = [""]

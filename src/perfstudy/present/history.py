@@ -17,11 +17,11 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from perfstudy.present import tracking
+from perfstudy.present import mlflow_store
 
 log = logging.getLogger(__name__)
 
-TAG = tracking.TAG
+TAG = mlflow_store.TAG
 RESULT_VALUE = {"holds": 1.0, "does not hold": 0.0, "inconclusive": 0.5}
 RESULT_NAME = {v: k for k, v in RESULT_VALUE.items()}
 
@@ -62,12 +62,12 @@ def read(uri: str, experiment_name: str, ctx: dict[str, str], claim_ids: list[st
     """The earlier recorded runs of this context: {"records": [{"stamp", "machine", "claims":
     {id: {"result", "value"}}}], "error": None or why none could be read}. A store that does not
     exist yet has no history (it is not created here)."""
-    db = tracking.sqlite_file(uri)
+    db = mlflow_store.sqlite_file(uri)
     if db is not None and not db.is_file():
         return {"records": [], "error": None}
     try:
-        with tracking.store_lock(uri):
-            client = tracking.client_for(uri)
+        with mlflow_store.store_lock(uri):
+            client = mlflow_store.client_for(uri)
             experiment = client.get_experiment_by_name(experiment_name)
             if experiment is None:
                 return {"records": [], "error": None}
@@ -88,7 +88,7 @@ def read(uri: str, experiment_name: str, ctx: dict[str, str], claim_ids: list[st
                                                     {"stamp": m.timestamp, "machine": machine,
                                                      "claims": {}})
                             rec["claims"].setdefault(cid, {})[kind] = m.value
-    except tracking.TrackingError as exc:
+    except mlflow_store.TrackingError as exc:
         return {"records": [], "error": str(exc)}
     records = sorted(points.values(), key=lambda r: r["stamp"])
     for rec in records:

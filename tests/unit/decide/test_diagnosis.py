@@ -213,8 +213,8 @@ def test_without_a_verdict_nothing_names_a_second_setting():
     assert advice["pick_is_recommendation"] is False  # ... and says it is no recommendation
     assert advice["sentence"].startswith("What-if for information only, not a recommendation")
     assert "for information only" in advice["role"]
-    from perfstudy.present import tracking
-    tags = tracking.diagnosis_tags(result)
+    from perfstudy.present import mlflow_fields
+    tags = mlflow_fields.diagnosis_tags(result)
     assert "perfstudy.advisor_pick_workers" not in tags
     assert tags["perfstudy.advisor"].startswith("What-if for information only")
 

@@ -1,7 +1,7 @@
 """The study's history read back from a real SQLite store, and each claim judged across it."""
 
 from perfstudy.decide import claims
-from perfstudy.present import history, tracking
+from perfstudy.present import history, mlflow_store, tracking
 
 SPEC = {"claims": [
     {"id": "gap", "claim": "The tuned arm is not input-bound.", "metric": "gap_share", "arm": "tuned",
@@ -31,11 +31,11 @@ def _log_point(client, parent, card, stamp):
 
 
 def _store(tmp_path, ctx, machine=MACHINE, instance="i1"):
-    uri = tracking.default_uri(tmp_path)
-    client = tracking.client_for(uri)
-    exp = tracking.ensure_experiment(client, "perfstudy/s", uri)
+    uri = mlflow_store.default_uri(tmp_path)
+    client = mlflow_store.client_for(uri)
+    exp = mlflow_store.ensure_experiment(client, "perfstudy/s", uri)
     identity = {k: v for k, v in ctx.items() if k != "perfstudy.machine"}
-    parent = tracking.ensure_study_run(client, exp, "s", instance, {}, identity=identity)
+    parent = mlflow_store.ensure_study_run(client, exp, "s", instance, {}, identity=identity)
     client.set_tag(parent, "perfstudy.machine", machine)
     return uri, client, parent
 
@@ -96,9 +96,9 @@ def test_other_machine_kinds_and_other_configs_are_not_mixed_in(tmp_path):
 
 def test_no_store_yet_is_no_history_and_is_not_created(tmp_path):
     ctx = _ctx(tmp_path)
-    uri = tracking.default_uri(tmp_path / "none")
+    uri = mlflow_store.default_uri(tmp_path / "none")
     assert history.read(uri, "perfstudy/s", ctx, ["gap"]) == {"records": [], "error": None}
-    assert not tracking.sqlite_file(uri).exists()
+    assert not mlflow_store.sqlite_file(uri).exists()
 
 
 def test_an_unreachable_server_is_one_sentence_not_a_failure(tmp_path):

@@ -8,7 +8,7 @@ import pytest
 from records import as_dict, edited, make_summary
 
 from perfstudy.common.config import compose_run_config, flatten, to_container
-from perfstudy.present import tracking
+from perfstudy.present import mlflow_fields, mlflow_store, tracking
 
 
 def _fake_arm(tmp_path, arm, step_ms=100.0):
@@ -51,10 +51,10 @@ def _log(client, exp, parent, run_dir, steps, summary):
 
 @pytest.fixture
 def store(tmp_path):
-    uri = tracking.default_uri(tmp_path)
-    client = tracking.client_for(uri)
-    exp = tracking.ensure_experiment(client, "perfstudy/s", uri)
-    parent = tracking.ensure_study_run(client, exp, "s", "i1", {})
+    uri = mlflow_store.default_uri(tmp_path)
+    client = mlflow_store.client_for(uri)
+    exp = mlflow_store.ensure_experiment(client, "perfstudy/s", uri)
+    parent = mlflow_store.ensure_study_run(client, exp, "s", "i1", {})
     return client, exp, parent
 
 
@@ -63,14 +63,14 @@ def _active_arm_runs(client, exp):
 
 
 def test_default_store_is_sqlite_under_results(tmp_path):
-    assert tracking.default_uri(tmp_path) == f"sqlite:///{tmp_path.resolve()}/mlflow/mlflow.db"
-    assert tracking.resolve_uri(None, tmp_path).startswith("sqlite:///")
-    assert tracking.resolve_uri("http://x:5000", tmp_path) == "http://x:5000"
+    assert mlflow_store.default_uri(tmp_path) == f"sqlite:///{tmp_path.resolve()}/mlflow/mlflow.db"
+    assert mlflow_store.resolve_uri(None, tmp_path).startswith("sqlite:///")
+    assert mlflow_store.resolve_uri("http://x:5000", tmp_path) == "http://x:5000"
 
 
 def test_environment_uri_wins(tmp_path, monkeypatch):
     monkeypatch.setenv("MLFLOW_TRACKING_URI", "http://elsewhere:5000")
-    assert tracking.resolve_uri("http://x:5000", tmp_path) == "http://elsewhere:5000"
+    assert mlflow_store.resolve_uri("http://x:5000", tmp_path) == "http://elsewhere:5000"
 
 
 def test_arm_is_a_child_run_with_params_metrics_tags_and_artifacts(tmp_path, store):
@@ -100,7 +100,7 @@ def test_logging_the_same_results_again_updates_the_same_run(tmp_path, store):
     assert second["run_id"] == first["run_id"] and not second["created"]
     assert len(_active_arm_runs(client, exp)) == 1
     assert len(client.get_metric_history(first["run_id"], "step/step_ms")) == 6
-    assert tracking.ensure_study_run(client, exp, "s", "i1", {}) == parent
+    assert mlflow_store.ensure_study_run(client, exp, "s", "i1", {}) == parent
 
 
 def test_retrained_arm_replaces_its_run_never_a_twin(tmp_path, store):
@@ -117,8 +117,8 @@ def test_retrained_arm_replaces_its_run_never_a_twin(tmp_path, store):
 
 
 def test_unreachable_server_is_one_sentence():
-    with pytest.raises(tracking.TrackingError) as info:
-        tracking.client_for("http://127.0.0.1:9")
+    with pytest.raises(mlflow_store.TrackingError) as info:
+        mlflow_store.client_for("http://127.0.0.1:9")
     assert "cannot be reached" in str(info.value)
     assert "\n" not in str(info.value)
 
@@ -127,7 +127,7 @@ def test_another_results_folder_never_touches_this_folders_runs(tmp_path, store)
     client, exp, parent = store
     run_dir, steps, summary = _fake_arm(tmp_path, "tuned")
     mine = _log(client, exp, parent, run_dir, steps, summary)
-    other_parent = tracking.ensure_study_run(client, exp, "s", "i2", {})
+    other_parent = mlflow_store.ensure_study_run(client, exp, "s", "i2", {})
     assert other_parent != parent
     other_steps = steps.assign(step_ms=steps["step_ms"] * 3)  # other results, same study and arm
     other_steps.to_csv(run_dir / "steps.csv", index=False)
@@ -143,26 +143,26 @@ def test_another_results_folder_never_touches_this_folders_runs(tmp_path, store)
 
 
 def test_study_instance_is_made_once_per_folder(tmp_path):
-    first = tracking.study_instance(tmp_path / "runs" / "s")
-    assert tracking.study_instance(tmp_path / "runs" / "s") == first
-    assert tracking.study_instance(tmp_path / "other") != first
+    first = mlflow_store.study_instance(tmp_path / "runs" / "s")
+    assert mlflow_store.study_instance(tmp_path / "runs" / "s") == first
+    assert mlflow_store.study_instance(tmp_path / "other") != first
 
 
 def test_sqlite_writers_take_turns(tmp_path):
     import subprocess
     import sys
 
-    uri = tracking.default_uri(tmp_path)
+    uri = mlflow_store.default_uri(tmp_path)
     probe = ("import fcntl, sys\n"
              "with open(sys.argv[1], 'a') as f:\n"
              "    try:\n        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)\n"
              "    except BlockingIOError:\n        sys.exit(3)\n")
     lock_file = tmp_path / "mlflow" / "mlflow.db.lock"
-    with tracking.store_lock(uri):
+    with mlflow_store.store_lock(uri):
         held = subprocess.run([sys.executable, "-c", probe, str(lock_file)])
     free = subprocess.run([sys.executable, "-c", probe, str(lock_file)])
     assert (held.returncode, free.returncode) == (3, 0)
-    with tracking.store_lock("http://127.0.0.1:5000"):  # a server needs no lock file
+    with mlflow_store.store_lock("http://127.0.0.1:5000"):  # a server needs no lock file
         pass
 
 
@@ -187,20 +187,20 @@ def test_repeats_of_an_arm_are_separate_child_runs(tmp_path, store):
 
 
 def test_the_ui_hint_opens_the_runs_in_the_model_training_view():
-    local = tracking.ui_hint("sqlite:////x/mlflow.db", "3")
+    local = mlflow_store.ui_hint("sqlite:////x/mlflow.db", "3")
     assert local == ("MLflow: mlflow ui --backend-store-uri sqlite:////x/mlflow.db --port 5000, then "
                      "open http://127.0.0.1:5000/#/experiments/3/runs?workflowType=machine_learning")
-    assert tracking.ui_hint("http://host:5000/", "7") == (
+    assert mlflow_store.ui_hint("http://host:5000/", "7") == (
         "MLflow: http://host:5000/#/experiments/7/runs?workflowType=machine_learning")
-    assert tracking.ui_hint("http://host:5000", None) == "MLflow: http://host:5000"
+    assert mlflow_store.ui_hint("http://host:5000", None) == "MLflow: http://host:5000"
 
 
 def test_an_experiment_made_before_is_marked_as_model_training(tmp_path):
-    uri = tracking.default_uri(tmp_path)
-    client = tracking.client_for(uri)
-    old = client.create_experiment("perfstudy/old", artifact_location=tracking.artifact_root(uri))
+    uri = mlflow_store.default_uri(tmp_path)
+    client = mlflow_store.client_for(uri)
+    old = client.create_experiment("perfstudy/old", artifact_location=mlflow_store.artifact_root(uri))
     assert "mlflow.experimentKind" not in client.get_experiment(old).tags
-    assert tracking.ensure_experiment(client, "perfstudy/old", uri) == old
+    assert mlflow_store.ensure_experiment(client, "perfstudy/old", uri) == old
     assert client.get_experiment(old).tags["mlflow.experimentKind"] == "custom_model_development"
 
 
@@ -213,10 +213,10 @@ def test_an_arm_run_spans_its_training_and_describes_its_verdict(tmp_path, store
     assert run.info.end_time == int((1_700_000_000 + 5 * 0.1 + 0.1) * 1000)  # to the last step's end
     diagnosis = {"bound": "cpu", "headline": "CPU-bound: the CPUs are full.",
                  "recommendation": {"sentence": "Keep the pipeline as it is."}}
-    text = tracking.run_description(summary, diagnosis)
+    text = mlflow_fields.run_description(summary, diagnosis)
     assert text.startswith("**cpu-bound.** CPU-bound: the CPUs are full.")
     assert "**Recommendation:** Keep the pipeline as it is." in text
-    assert "Steady step 100 ms" in text and tracking.run_description(summary, None).startswith("Steady")
+    assert "Steady step 100 ms" in text and mlflow_fields.run_description(summary, None).startswith("Steady")
 
 
 def test_an_autotune_arm_is_tagged_with_the_workers_it_chose(tmp_path, store):
@@ -240,7 +240,7 @@ def test_each_arm_logs_its_dataset_once_as_an_mlflow_input(tmp_path, store):
     inputs = client.get_run(first["run_id"]).inputs.dataset_inputs
     assert len(inputs) == 1
     dataset = inputs[0].dataset
-    assert dataset.name == "photos_vga_160" and dataset.digest == ("ab" * 32)[:tracking.DIGEST_CHARS]
+    assert dataset.name == "photos_vga_160" and dataset.digest == ("ab" * 32)[:mlflow_fields.DIGEST_CHARS]
     assert "photos_vga_160" in dataset.source
     tags = {t.key: t.value for t in inputs[0].tags}
     assert tags == {"mlflow.data.context": "train", "perfstudy.dataset_sha256": "ab" * 32}

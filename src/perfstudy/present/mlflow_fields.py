@@ -1,0 +1,262 @@
+"""What a run's records become in MLflow: the summary, the steps, the diagnosis and the
+scorecard flattened into metrics (fixed timestamps: logging twice adds nothing) and tags."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from perfstudy.common.thresholds import pct
+from perfstudy.decide.advisor import gil_share
+from perfstudy.decide.diagnosis import verdict_label
+from perfstudy.present.mlflow_store import TAG
+from perfstudy.run.summary import RunSummary
+
+DIGEST_CHARS = 36  # MLflow stores a dataset digest in 36 characters; the whole sha256 is a tag
+
+
+STEP_METRICS = ("step_ms", "gap_ms", "fwd_bwd_ms", "tail_ms", "loss", "images_per_s")
+
+
+def step_metrics(steps: pd.DataFrame) -> list:
+    """Per-step metrics with step= and the step's own timestamp (so re-logging dedupes)."""
+    from mlflow.entities import Metric
+
+    metrics = []
+    for row in steps.itertuples(index=False):
+        stamp = int(row.start_time_s * 1000)
+        for key in STEP_METRICS:
+            value = float(getattr(row, key))
+            if value == value:  # NaN is skipped, not logged
+                metrics.append(Metric(f"step/{key}", value, stamp, int(row.step)))
+    return metrics
+
+
+def training_window_ms(summary: RunSummary, steps: pd.DataFrame) -> tuple[int, int]:
+    """When the arm's training ran (epoch ms): from its graph compile (when it compiled first)
+    or its first step, to the end of its last step (profiled steps included): the MLflow run's
+    start and end, so the UI's duration is the training's, not the logging's."""
+    start = float(steps["start_time_s"].min()) - float(summary.precompile_s or 0.0)
+    return int(start * 1000), run_end_ms(steps)
+
+
+def run_description(summary: RunSummary, diagnosis: dict[str, Any] | None) -> str:
+    """The arm run's description (MLflow's note): verdict and recommendation first."""
+    numbers = (f"Steady step {summary.steady_step_ms:.0f} ms, the step waits for data "
+               f"{pct(summary.gap_share, 1)} of the time, {summary.images_per_s:.1f} "
+               f"images/s ({summary.steps_measured} measured steps).")
+    if not diagnosis:
+        return numbers
+    return (f"**{verdict_label(diagnosis['bound'])}.** {diagnosis['headline']}\n\n"
+            f"**Recommendation:** {diagnosis['recommendation']['sentence']}\n\n{numbers}")
+
+
+def scorecard_tags(card: dict[str, Any]) -> dict[str, str]:
+    """The study's claims as parent-run tags (one per claim) and its description (the table)."""
+    from perfstudy.decide.claims import markdown
+
+    tags = {f"{TAG}claims": card["headline"],
+            "mlflow.note.content": (markdown(card) if card["claims"] else card["headline"])
+            + "\n\nThe whole report: the artifact report.html."}
+    for claim in card["claims"]:
+        tags[f"{TAG}claim.{claim['id']}"] = (f"{claim['result']}: {claim['measured_text']} "
+                                            f"({claim['check']})" if claim["result"] != "not scored"
+                                            else f"not scored: {claim['detail']}")
+        if claim.get("history"):  # across the study's recorded runs on this machine kind
+            tags[f"{TAG}claim_history.{claim['id']}"] = claim["history"]["text"]
+    return tags
+
+
+def run_end_ms(steps: pd.DataFrame) -> int:
+    """Wall-clock end of the last step (ms): a timestamp fixed by the results themselves."""
+    return int((steps["start_time_s"].iloc[-1] + steps["step_ms"].iloc[-1] / 1e3) * 1000)
+
+
+def summary_metrics(summary: RunSummary, stamp_ms: int) -> list:
+    """The summary's numbers as metrics at step 0 (fixed timestamp: idempotent)."""
+    from mlflow.entities import Metric
+
+    flat = {
+        "steady_step_ms": summary.steady_step_ms,
+        "gap_share": summary.gap_share,
+        "images_per_s": summary.images_per_s,
+        "steps_measured": summary.steps_measured,
+        "steps_excluded": summary.steps_excluded,
+        "first_step_ms": summary.first_step_ms,
+        "floor_ms": summary.floor_ms,
+        "steady_vs_floor": summary.steady_vs_floor,
+        "workers_requested": summary.num_parallel_workers.requested or 0,
+        "workers_effective": summary.num_parallel_workers.effective,
+    }
+    for part in ("step_ms", "gap_ms", "fwd_bwd_ms", "tail_ms"):
+        for stat, value in asdict(getattr(summary, part)).items():
+            flat[f"{part}_{stat}"] = value
+    for key, value in asdict(summary.calibration).items():
+        if isinstance(value, (int, float)):  # not the operators' probe (a list; in summary.json)
+            flat[f"calibration_{key}"] = value
+    for probe in summary.calibration.operators:
+        share = gil_share(probe.get("gil"))  # the operator's measured GIL time (beside a holder)
+        if share is not None:
+            name = probe["config_key"].replace("pipeline.", "").replace(".", "_")
+            flat[f"probe_{name}_gil_ms"] = probe["gil"]["gil_ms_per_batch"]
+            flat[f"probe_{name}_gil_share"] = share
+    return [Metric(key, float(value), stamp_ms, 0) for key, value in flat.items()]
+
+
+def arm_tags(summary: RunSummary, study: str, arm: str, instance: str) -> dict[str, str]:
+    """Tags that say what the run is and what it was made with."""
+    env = summary.environment
+    return {
+        f"{TAG}study": study,
+        f"{TAG}arm": arm,
+        f"{TAG}role": "arm",
+        f"{TAG}instance": instance,
+        f"{TAG}run": summary.run,
+        f"{TAG}repeat": str(summary.repeat),
+        "seed": str(summary.seed),
+        "git_sha": str(summary.git_sha),
+        "git_dirty": str(summary.git_dirty),
+        "config_hash": str(summary.config_hash),
+        "dataset_sha256": str(summary.dataset_sha256),
+        "mindspore_version": str(summary.mindspore_version),
+        "cpu_count": str(env.get("cpu_count")),
+        "cpu_model": str(env.get("cpu_model")),
+        "host": str(env.get("host")),
+        **({f"{TAG}scheduler_job_id": str(env["scheduler"]["job_id"])}
+           if env.get("scheduler") else {}),
+        "size": str(summary.size),
+        "workers_requested": str(summary.num_parallel_workers.requested),
+        "workers_effective": str(summary.num_parallel_workers.effective),
+        **({f"{TAG}autotune_map_workers": str(summary.autotune.get("map_workers"))}
+           if summary.autotune else {}),
+        **prepared_tags(summary),
+    }
+
+
+def prepared_tags(summary: RunSummary) -> dict[str, str]:
+    """What a prepared arm trained on: the format, the bound, its source's identity."""
+    info = summary.dataset.prepared
+    if not info:
+        return {f"{TAG}data": "source"}
+    return {f"{TAG}data": "prepared",
+            f"{TAG}prepared.format": str(info.get("format")),
+            f"{TAG}prepared.rule": str(info.get("rule"))[:250],
+            f"{TAG}prepared.source_dataset_sha256": str(info["source_manifest"]["dataset_sha256"]),
+            f"{TAG}prepared.megapixels": f"{info['before']['mean_megapixels']:.3f} -> "
+                                         f"{info['after']['mean_megapixels']:.4f}"}
+
+
+def _op_key(row) -> str:
+    """MLflow-safe metric name of a pipeline operator: op<id>_<type> (labels hold brackets)."""
+    return f"op{int(row.op_id)}_{row.op_type}"
+
+
+def diagnosis_metrics(diagnosis: dict[str, Any], ops: pd.DataFrame | None,
+                      queues: pd.DataFrame | None, stamp_ms: int) -> list:
+    """Per-operator queue usage / empty ratio / CPU %, the queue-size series as history,
+    and the diagnosis's numbers (fixed timestamps, so logging again adds nothing)."""
+    from mlflow.entities import Metric
+
+    metrics = []
+    if ops is not None:
+        for row in ops.itertuples(index=False):
+            for stat in ("queue_usage", "empty_ratio", "full_ratio", "cpu_pct", "cpu_pct_per_worker"):
+                value = getattr(row, stat)
+                if value == value and value is not None:  # NaN: the op has no queue / CPU data
+                    metrics.append(Metric(f"pipeline/{_op_key(row)}/{stat}", float(value), stamp_ms, 0))
+    if queues is not None and len(queues):
+        first = queues["time_s"].min()
+        for row in queues.itertuples(index=False):
+            metrics.append(Metric(f"queue/{_op_key(row)}_size", float(row.size),
+                                  int(row.time_s * 1000), int(round((row.time_s - first) * 1000))))
+    flat = {"gap_share": diagnosis["input_bound"]["gap_share"],
+            "compute_ms": diagnosis["compute_ms"],
+            "host_busy_pct": diagnosis["cpu"].get("host_busy_pct"),
+            "process_cpu_pct": diagnosis["cpu"].get("process_pct"),
+            "steady_vs_cpu_floor": diagnosis["cpu"]["steady_vs_cpu_floor"],
+            "recommended_workers": diagnosis["recommendation"].get("workers"),
+            "predicted_step_ms": diagnosis["recommendation"].get("predicted_step_ms"),
+            "predicted_now_ms": diagnosis["recommendation"].get("predicted_now_ms"),
+            "iterator_wait_median_ms": diagnosis["iterator_wait"].get("median_ms"),
+            "timeline_step_rel_diff": diagnosis["cross_check"].get("step_ms_median_rel_diff")}
+    metrics += [Metric(f"diagnosis/{k}", float(v), stamp_ms, 0) for k, v in flat.items()
+                if v is not None]
+    advice = diagnosis.get("advisor")
+    if advice:  # the what-if curve as a history: step = worker count (MLflow plots it)
+        metrics += [Metric("advisor/predicted_step_ms", float(row["step_ms"]), stamp_ms,
+                           int(row["workers"])) for row in advice["curve"]]
+        metrics += [Metric("advisor/predicted_best_ms", float(advice["predicted_best_ms"]), stamp_ms, 0),
+                    Metric("advisor/own_setting_error", float(advice["now_error"]), stamp_ms, 0)]
+        if advice["pick_is_recommendation"]:  # no second setting beside the recommended one
+            metrics.append(Metric("advisor/pick_workers", float(advice["pick_workers"]), stamp_ms, 0))
+    metrics += verification_metrics(diagnosis.get("recommendation") or {}, stamp_ms)
+    return metrics
+
+
+def verification_metrics(rec: dict[str, Any], stamp_ms: int) -> list:
+    """The verification windows as histories (step = the window's rank, 0: the run's own
+    setting): measured and predicted step and the model's error; the verified gain."""
+    from mlflow.entities import Metric
+
+    checked = rec.get("verification") or {}
+    out = []
+    for rank, row in enumerate(checked.get("rows", [])):
+        out += [Metric("verify/measured_step_ms", float(row["measured_ms"]), stamp_ms, rank),
+                Metric("verify/predicted_step_ms", float(row["predicted_ms"]), stamp_ms, rank),
+                Metric("verify/model_error", float(row["error"]), stamp_ms, rank)]
+    if rec.get("verified"):
+        out += [Metric("verify/measured_gain", float(rec.get("measured_gain", 0.0)), stamp_ms, 0),
+                Metric("verify/noise_bar", float(checked["bar"]), stamp_ms, 0)]
+    return out
+
+
+def diagnosis_tags(diagnosis: dict[str, Any]) -> dict[str, str]:
+    """Verdict, culprit and recommendation as tags (searchable, shown in run comparison)."""
+    culprit = diagnosis.get("culprit") or {}
+    return {
+        f"{TAG}verdict": verdict_label(diagnosis["bound"]),
+        f"{TAG}action": diagnosis["recommendation"]["action"],
+        f"{TAG}input_bound": diagnosis["input_bound"]["band"],
+        f"{TAG}culprit": culprit.get("label", "none"),
+        f"{TAG}recommendation": diagnosis["recommendation"]["sentence"],
+        f"{TAG}headline": diagnosis["headline"],
+        f"{TAG}timeline_agrees": str(diagnosis["cross_check"].get("agrees")),
+        f"{TAG}verified": str(bool(diagnosis["recommendation"].get("verified"))),
+        **({f"{TAG}advisor": diagnosis["advisor"]["sentence"]} if diagnosis.get("advisor") else {}),
+        **({f"{TAG}advisor_pick_workers": str(diagnosis["advisor"]["pick_workers"])}
+           if diagnosis.get("advisor") and diagnosis["advisor"]["pick_is_recommendation"] else {}),
+        **peer_tags(diagnosis.get("peers") or {}),
+    }
+
+
+def peer_tags(readings: dict[str, Any]) -> dict[str, str]:
+    """The peer tools' operator and advice on this run (perfstudy.peer.<tool>.*)."""
+    out = {}
+    for tool in ("msanalyzer", "autotune"):
+        reading = readings.get(tool)
+        if reading:
+            out[f"{TAG}peer.{tool}.operator"] = str(reading.get("operator") or "none")
+            out[f"{TAG}peer.{tool}.advice"] = str(reading.get("advice") or "")
+    return out
+
+
+def dataset_input(summary: RunSummary):
+    """The arm's training data as an MLflow dataset input: name (its folder's), digest (the
+    dataset's sha256, cut to what MLflow stores; the whole one is an input tag), source (its
+    folder), context "train"; None for a summary without a dataset hash."""
+    from mlflow.data.dataset_source_registry import resolve_dataset_source
+    from mlflow.data.meta_dataset import MetaDataset
+    from mlflow.entities import DatasetInput, InputTag
+
+    digest = summary.dataset_sha256
+    if not digest:
+        return None
+    root = summary.dataset.root or ""
+    name = Path(root).name or "dataset"
+    dataset = MetaDataset(resolve_dataset_source(str(root)), name=name, digest=str(digest)[:DIGEST_CHARS])
+    return DatasetInput(dataset=dataset._to_mlflow_entity(),
+                        tags=[InputTag(key="mlflow.data.context", value="train"),
+                              InputTag(key=f"{TAG}dataset_sha256", value=str(digest))])
