@@ -15,6 +15,7 @@ import pandas as pd
 
 from perfstudy.common import config
 from perfstudy.common.io import read_json, read_table, write_json
+from perfstudy.decide.recommendation import read_diagnosis
 from perfstudy.orchestrate.cli import main_guard, setup_logging
 from perfstudy.present import mlflow_fields, mlflow_store, tracking
 from perfstudy.run.summary import read_summary
@@ -41,7 +42,7 @@ def main() -> None:
                                          "diagnosis.json",
                                          "pipeline_ops.csv", "queues.csv", "timeline_steps.csv",
                                          "trace.json")]
-    diagnosis = read_json(run_dir / "diagnosis.json")
+    diagnosis = read_diagnosis(run_dir)
     ops, queues = (read_table(run_dir / name) for name in ("pipeline_ops.csv", "queues.csv"))
     # Until this job ends, the store no longer holds what the receipts say: remove them
     # first, so a job killed from here on is redone by the next `snakemake` (which would

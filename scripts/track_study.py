@@ -14,6 +14,7 @@ import pandas as pd
 
 from perfstudy.common.io import read_json, write_json
 from perfstudy.decide.diagnosis import verdict_label
+from perfstudy.decide.recommendation import read_diagnosis
 from perfstudy.orchestrate.cli import main_guard, setup_logging
 from perfstudy.present import history, mlflow_fields, mlflow_store, tracking
 from perfstudy.run.summary import read_summary
@@ -43,11 +44,11 @@ def main() -> None:
         tags[f"perfstudy.verdict.{row.arm}"] = f"{row.input_bound} input-bound"
         diagnosis_path = Path(args.runs_dir) / row.arm / "diagnosis.json"
         if diagnosis_path.is_file():
-            diagnosis = read_json(diagnosis_path)
-            tags[f"perfstudy.verdict.{row.arm}"] = (f"{verdict_label(diagnosis['bound'])}, "
+            diagnosis = read_diagnosis(diagnosis_path.parent)
+            tags[f"perfstudy.verdict.{row.arm}"] = (f"{verdict_label(diagnosis.bound)}, "
                                                     f"{row.input_bound} input-bound")
-            tags[f"perfstudy.culprit.{row.arm}"] = (diagnosis.get("culprit") or {}).get("label", "none")
-            tags[f"perfstudy.recommendation.{row.arm}"] = diagnosis["recommendation"]["sentence"]
+            tags[f"perfstudy.culprit.{row.arm}"] = (diagnosis.culprit or {}).get("label", "none")
+            tags[f"perfstudy.recommendation.{row.arm}"] = diagnosis.recommendation.sentence
         arm_runs[row.arm] = read_json(Path(args.runs_dir) / row.arm / "mlflow_run.json")["run_id"]
     for run_file in args.run_files:  # every run of the study, repeats included
         arm_runs.setdefault(Path(run_file).parent.name, read_json(run_file)["run_id"])

@@ -59,3 +59,34 @@ def render_report(study: str, runs: list, out, spec: dict[str, Any] | None = Non
     card = claims.scorecard(spec, [r for r in runs if r.summary.repeat == 1], runs)
     scorecard = claims.write_scorecard(out, card)
     return {**report.build(study, runs, out, card), "scorecard": scorecard}
+
+
+BASE_RECOMMENDATION: dict[str, Any] = {
+    "validity": {"steady": True}, "measured_step_ms": 1000.0, "predicted_now_ms": 1000.0,
+    "source": "profile", "bound": "input", "action": "none", "settings": {},
+    "predicted_step_ms": 1000.0, "sentence": "Keep the pipeline as it is."}
+BASE_DIAGNOSIS: dict[str, Any] = {
+    "arm": "baseline", "study": "seed_case", "bound": "input", "headline": "Highly input-bound.",
+    "input_bound": {"band": "highly", "gap_share": 0.6}, "culprit": {}, "queue_rule": None,
+    "cpu": {"cores": 2}, "compute_ms": 600.0, "iterator_wait": {}, "cross_check": {},
+    "profiled": False, "profiler_effect": None, "advisor": {}}
+
+
+def make_recommendation(fields: dict[str, Any] | None = None, **more: Any):
+    """A Recommendation with the fields a test sets (the rest neutral)."""
+    from perfstudy.decide.recommendation import Recommendation
+
+    return from_dict(Recommendation, {**BASE_RECOMMENDATION, **(fields or {}), **more},
+                     "a test's recommendation")
+
+
+def make_diagnosis(fields: dict[str, Any] | None = None, **more: Any):
+    """A Diagnosis with the fields a test sets; `recommendation` may be a partial dict."""
+    from perfstudy.decide.recommendation import Diagnosis
+
+    data = {**BASE_DIAGNOSIS, **(fields or {}), **more}
+    rec = data.get("recommendation")
+    data["recommendation"] = {**BASE_RECOMMENDATION, **(to_dict(rec) if hasattr(rec, "sentence")
+                                                        else rec or {})}
+    data[SCHEMA_KEY] = Diagnosis.SCHEMA_VERSION
+    return from_dict(Diagnosis, data, "a test's diagnosis")

@@ -20,8 +20,9 @@ from typing import Any
 
 import pandas as pd
 
-from perfstudy.common.io import read_json, write_csv, write_json
+from perfstudy.common.io import read_json, write_csv
 from perfstudy.decide import diagnosis, peers, verification
+from perfstudy.decide.recommendation import Diagnosis, write_diagnosis
 from perfstudy.measure import minddata, msanalyzer, timeline
 from perfstudy.run.summary import read_summary
 
@@ -68,9 +69,9 @@ def diagnose_run(run_dir: str | Path) -> dict[str, Any]:
     elif meta.get("timeline"):
         cross = {"steps": 0, "agrees": None,
                  "sentence": "The op profiler ran but wrote no trace_view.json; see the train log."}
-    result = diagnosis.diagnose(summary, steps, ops, host, waits, cross)
-    result["window"] = {"start_s": window[0], "end_s": window[1]}
-    result["sampling_interval_ms"] = meta.get("sampling_interval_ms")
+    result = diagnosis.diagnose(summary, steps, ops, host, waits, cross).completed(
+        window={"start_s": window[0], "end_s": window[1]},
+        sampling_interval_ms=meta.get("sampling_interval_ms"))
     return {"diagnosis": result, "summary": summary, "steps": steps, "ops": ops,
             "queues": queues, "joined": joined, "kernels": kernels, "iterator": iterator_frame,
             "cross": cross}
@@ -80,17 +81,17 @@ def propose(run_dir: str | Path, k: int) -> dict[str, Any]:
     """The verification plan of a trained run (perfstudy.run.verify measures it): the run's own
     setting and the model's best k others; none when the measured window was not steady."""
     found = diagnose_run(run_dir)["diagnosis"]
-    if found["recommendation"]["action"] == "not_steady":
+    if found.recommendation.action == "not_steady":
         return {"windows": [], "skipped": "the measured window was not steady, so no verdict "
                 "was issued and nothing was verified"}
-    return {"windows": verification.plan(found["advisor"], k),
-            "model_recommendation": found["recommendation"]["sentence"]}
+    return {"windows": verification.plan(found.advisor, k),
+            "model_recommendation": found.recommendation.sentence}
 
 
 def peer_readings(run: Path, found: dict[str, Any]) -> dict[str, Any]:
     """The tools users have, on this run (perfstudy.decide.peers): MindSpore's analyzer on its
     profile, AutoTune's setting where this arm is AutoTune's, and ours beside them."""
-    out = {"ours": peers.ours(found["diagnosis"]["recommendation"])}
+    out = {"ours": peers.ours(found["diagnosis"].recommendation)}
     if found["summary"].profile.get("dataset"):
         out["msanalyzer"] = peers.analyzer(msanalyzer.read(run / "profile"), found["ops"])
         log.info("%s: %s (%s)", msanalyzer.TOOL, out["msanalyzer"].get("operator") or "-",
@@ -104,8 +105,8 @@ def peer_readings(run: Path, found: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def analyze_run(run_dir: str | Path) -> dict[str, Any]:
-    """Analyse one run folder; returns the diagnosis."""
+def analyze_run(run_dir: str | Path) -> Diagnosis:
+    """Analyse one run folder: write its tables, trace and diagnosis.json; returns the diagnosis."""
     run = Path(run_dir)
     found = diagnose_run(run)
     result, steps, ops, queues = found["diagnosis"], found["steps"], found["ops"], found["queues"]
@@ -114,9 +115,9 @@ def analyze_run(run_dir: str | Path) -> dict[str, Any]:
     write_csv(run / "timeline_steps.csv", found["joined"])
     timeline.write_chrome_trace(run / "trace.json",
                                 timeline.chrome_trace(steps, found["kernels"], queues, found["iterator"]))
-    result["peers"] = peer_readings(run, found)
-    write_json(run / "diagnosis.json", result)
-    log.info("%s: %s %s", found["summary"].arm, result["headline"], result["recommendation"]["sentence"])
+    result = result.completed(peers=peer_readings(run, found))
+    write_diagnosis(run, result)
+    log.info("%s: %s %s", found["summary"].arm, result.headline, result.recommendation.sentence)
     if found["cross"]:
         log.info("%s", found["cross"]["sentence"])
     return result

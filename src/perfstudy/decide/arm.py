@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
-from perfstudy.common.io import read_json, read_table
+from perfstudy.common.io import read_table
+from perfstudy.decide.recommendation import Diagnosis, read_diagnosis
 from perfstudy.run.summary import RunSummary, read_summary
 
 
@@ -20,7 +20,7 @@ class Arm:
     name: str
     summary: RunSummary
     steps: pd.DataFrame
-    diagnosis: dict[str, Any] | None = None
+    diagnosis: Diagnosis | None = None
     ops: pd.DataFrame | None = None
     queues: pd.DataFrame | None = None
 
@@ -28,6 +28,6 @@ class Arm:
 def load_arm(run_dir: str | Path, name: str) -> Arm:
     """An arm's results from its run folder (analysis outputs when present)."""
     run = Path(run_dir)
-    diagnosis = read_json(run / "diagnosis.json") if (run / "diagnosis.json").is_file() else None
+    diagnosis = read_diagnosis(run) if (run / "diagnosis.json").is_file() else None
     return Arm(name, read_summary(run), pd.read_csv(run / "steps.csv"), diagnosis,
                read_table(run / "pipeline_ops.csv"), read_table(run / "queues.csv"))

@@ -61,7 +61,7 @@ def _gap_share(claim, arms, _prepared):
     s = arm.summary
     detail = f"gap {s.gap_ms.mean:.0f} ms of a {s.steady_step_ms:.0f} ms step"
     if arm.diagnosis:  # why it waits (or not): the arm's own verdict
-        detail += f"; diagnosed {_floor_name(verdict_label(arm.diagnosis['bound']))}"
+        detail += f"; diagnosed {_floor_name(verdict_label(arm.diagnosis.bound))}"
     return s.gap_share, detail
 
 
@@ -69,7 +69,7 @@ def _culprit_key(claim, arms, _prepared):
     arm = _arm(arms, claim["arm"])
     if not arm.diagnosis:
         raise Unmeasured(f"{arm.name} has no diagnosis (run the analyze rule)")
-    culprit = arm.diagnosis.get("culprit") or {}
+    culprit = arm.diagnosis.culprit or {}
     return culprit.get("config_key") or "none", culprit.get("label", "no slow operator")
 
 
@@ -79,12 +79,12 @@ def _culprit_against_analyzer(claim, arms, _prepared):
     arm = _arm(arms, claim["arm"])
     if not arm.diagnosis:
         raise Unmeasured(f"{arm.name} has no diagnosis (run the analyze rule)")
-    reading = (arm.diagnosis.get("peers") or {}).get("msanalyzer")
+    reading = (arm.diagnosis.peers or {}).get("msanalyzer")
     if not reading:
         raise Unmeasured(f"{arm.name} has no dataset profile for MindSpore's analyzer (profiler off)")
     if reading.get("error"):
         raise Unmeasured(reading["error"])
-    culprit = arm.diagnosis.get("culprit") or {}
+    culprit = arm.diagnosis.culprit or {}
     ours = culprit.get("config_key") == claim["truth"]
     theirs = reading.get("key") == claim["truth"]
     value = {(True, False): "ours only", (True, True): "both", (False, True): "the analyzer only",
@@ -118,7 +118,7 @@ def _prediction_error(claim, arms, _prepared):
     arm = _arm(arms, claim["arm"])
     source = (_arm(arms, claim["against"], "predicting arm") if claim.get("against")
               else pick.source_arm(list(arms.values())))
-    advice = ((source.diagnosis or {}).get("advisor") if source is not None else None)
+    advice = ((source.diagnosis.advisor if source.diagnosis else None) if source is not None else None)
     if not advice:
         raise Unmeasured("no arm's diagnosis has an advisor model to predict from")
     predicted = predict(advice, pick.settings(arm))["step_ms"]

@@ -28,8 +28,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from perfstudy.common.records import from_dict
 from perfstudy.common.thresholds import GAIN_THAT_MATTERS, NOT_STEADY, WITHIN_BEST, pct
 from perfstudy.decide.advisor import COMPUTES, canonical, describe_settings, predict, stage_ms, step_swing
+from perfstudy.decide.recommendation import Recommendation
 from perfstudy.decide.verification import reference, verdict
 from perfstudy.run.settings import ADDRESSED, BUILTIN_PIPELINE, MP
 from perfstudy.run.summary import RunSummary
@@ -254,8 +256,23 @@ def remedies(kind: str | None, advice: dict[str, Any], stage: dict[str, Any] | N
 
 
 def decide(summary: RunSummary, advice: dict[str, Any], band: str, compute_ms: float,
-           queue_culprit: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The arm's answer: verdict (bound), action, setting, predicted step, culprit, remedies."""
+           queue_culprit: dict[str, Any] | None = None) -> Recommendation:
+    """The arm's answer: verdict (bound), action, setting, predicted step, culprit, remedies.
+
+    Args:
+        summary: the run's summary; advice: the what-if model (perfstudy.decide.advisor.advise);
+        band: the gap share's input-bound band; compute_ms: the network's measured step;
+        queue_culprit: MindInsight's queue rule's operator, kept as evidence.
+
+    Returns:
+        The Recommendation every later stage presents (typed: each field, on every branch).
+    """
+    return from_dict(Recommendation, _answer(summary, advice, band, compute_ms, queue_culprit),
+                     "the decision")
+
+
+def _answer(summary: RunSummary, advice: dict[str, Any], band: str, compute_ms: float,
+            queue_culprit: dict[str, Any] | None) -> dict[str, Any]:
     check = validity(summary, compute_ms)
     measured = summary.steady_step_ms
     base = {"validity": check, "measured_step_ms": measured,

@@ -20,6 +20,7 @@ import pandas as pd
 from perfstudy.common.thresholds import HIGHLY_INPUT_BOUND, MODERATELY_INPUT_BOUND, NEAR_CPU_FLOOR, pct
 from perfstudy.decide.advisor import WELL_FILLED, advise, canonical, held_up
 from perfstudy.decide.decision import decide
+from perfstudy.decide.recommendation import Diagnosis, Recommendation
 from perfstudy.run.summary import RunSummary
 
 
@@ -91,17 +92,18 @@ def _cpu_state(summary: RunSummary, host: dict[str, Any], ops: pd.DataFrame | No
             and summary.steady_vs_floor <= NEAR_CPU_FLOOR}
 
 
-def headline(decision: dict[str, Any], band: str, share: float, cores: int,
+def headline(decision: Recommendation, band: str, share: float, cores: int,
              steady_vs_cpu_floor: float) -> str:
     """The arm's verdict in one sentence; it states the decision, never a second opinion."""
-    bound, action, culprit = decision["bound"], decision["action"], decision["culprit_label"]
+    bound, action, culprit = decision.bound, decision.action, decision.culprit_label
     if bound == "not_steady":
-        return (f"No verdict: the measured window was not steady (step {decision['validity']['steady_vs_floor']:.2f}x "
-                f"the {decision['validity']['floor']} floor); the step waited for data {share:.0f} % of it.")
+        validity = decision.validity
+        return (f"No verdict: the measured window was not steady (step {validity['steady_vs_floor']:.2f}x "
+                f"the {validity['floor']} floor); the step waited for data {share:.0f} % of it.")
     if bound == "input" and band == "not":
         return (f"Input-bound in disguise: the step waits for data only {share:.0f} % of the time, yet "
-                f"{culprit} sets its pace (predicted {decision['predicted_now_ms']:.0f} ms, measured "
-                f"{decision['measured_step_ms']:.0f} ms): the pipeline's threads share the CPUs "
+                f"{culprit} sets its pace (predicted {decision.predicted_now_ms:.0f} ms, measured "
+                f"{decision.measured_step_ms:.0f} ms): the pipeline's threads share the CPUs "
                 "(and, running Python, the GIL) with the training loop, so the wait shows up as a "
                 "longer forward+backward instead of a gap"
                 + (", and no worker setting speeds it up." if action == "cannot_help" else "."))
@@ -118,7 +120,7 @@ def headline(decision: dict[str, Any], band: str, share: float, cores: int,
                 + ("waits for data only " if band == "not" else "still waits for data ")
                 + f"{share:.0f} % of the time ({band} input-bound by the TensorFlow bands)"
                 + ("" if band == "not" else ", but no worker setting removes that wait")
-                + (f"; {culprit} is the operator whose setting moves it" if decision.get("culprit_swing")
+                + (f"; {culprit} is the operator whose setting moves it" if decision.culprit_swing
                    else f"; {culprit} is the slowest operator" if culprit else "") + ".")
     return (f"Not input-bound: the step waits for data {share:.0f} % of the time; the network's "
             "compute sets the pace.")
@@ -126,8 +128,17 @@ def headline(decision: dict[str, Any], band: str, share: float, cores: int,
 
 def diagnose(summary: RunSummary, steps: pd.DataFrame, ops: pd.DataFrame | None = None,
              host: dict[str, Any] | None = None, iterator: dict[str, Any] | None = None,
-             cross: dict[str, Any] | None = None) -> dict[str, Any]:
-    """diagnosis.json's content for one arm: the evidence, and decision.decide's answer."""
+             cross: dict[str, Any] | None = None) -> Diagnosis:
+    """diagnosis.json's content for one arm: the evidence, and decision.decide's answer.
+
+    Args:
+        summary: the run's summary; steps: steps.csv; ops: the profile's operator table
+        (None: no profile); host, iterator: MindData's host CPU and iterator waits;
+        cross: the op timeline's cross-check of the host timers.
+
+    Returns:
+        The Diagnosis (the analysis adds the profiled window and the peers' readings).
+    """
     host = host or {}
     band = input_bound_band(summary.gap_share)
     measured = steps[steps["phase"] == "measured"]
@@ -137,34 +148,31 @@ def diagnose(summary: RunSummary, steps: pd.DataFrame, ops: pd.DataFrame | None 
     answer = decide(summary, advice, band, compute_ms, queue_culprit)
     advice = label_advice(advice, answer)
     cpu = _cpu_state(summary, host, ops, advice)
-    return {
-        "arm": summary.arm, "study": summary.study, "bound": answer["bound"],
-        "headline": headline(answer, band, 100 * summary.gap_share, cpu["cores"],
-                             cpu["steady_vs_cpu_floor"]),
-        "input_bound": {"band": band, "gap_share": summary.gap_share,
-                        "gap_ms_mean": summary.gap_ms.mean,
-                        "steady_step_ms": summary.steady_step_ms,
-                        "thresholds": {"highly": HIGHLY_INPUT_BOUND, "moderately": MODERATELY_INPUT_BOUND}},
-        "culprit": _culprit_evidence(answer, ops, queue_culprit), "queue_rule": queue_culprit,
-        "cpu": cpu, "recommendation": answer, "compute_ms": compute_ms,
-        "iterator_wait": iterator or {}, "cross_check": cross or {},
-        "profiled": ops is not None, "profiler_effect": profiler_effect(summary),
-        "advisor": advice,
-    }
+    return Diagnosis(
+        arm=summary.arm, study=summary.study, bound=answer.bound,
+        headline=headline(answer, band, 100 * summary.gap_share, cpu["cores"],
+                          cpu["steady_vs_cpu_floor"]),
+        input_bound={"band": band, "gap_share": summary.gap_share,
+                     "gap_ms_mean": summary.gap_ms.mean, "steady_step_ms": summary.steady_step_ms,
+                     "thresholds": {"highly": HIGHLY_INPUT_BOUND, "moderately": MODERATELY_INPUT_BOUND}},
+        culprit=_culprit_evidence(answer, ops, queue_culprit), queue_rule=queue_culprit,
+        cpu=cpu, recommendation=answer, compute_ms=compute_ms,
+        iterator_wait=iterator or {}, cross_check=cross or {},
+        profiled=ops is not None, profiler_effect=profiler_effect(summary), advisor=advice)
 
 
 INFORMATION_ONLY = "for information only, not a recommendation"
 
 
-def label_advice(advice: dict[str, Any], answer: dict[str, Any]) -> dict[str, Any]:
+def label_advice(advice: dict[str, Any], answer: Recommendation) -> dict[str, Any]:
     """The advisor's block as diagnosis.json keeps it, saying what its pick is: the model behind
     the recommendation (the decision took it), or, when no verdict was issued, a what-if kept
     for information only. recommendation.settings is the one setting named recommended."""
-    if answer["action"] != "not_steady" and canonical(advice["pick"]) == canonical(answer["settings"]):
+    if answer.action != "not_steady" and canonical(advice["pick"]) == canonical(answer.settings):
         return {**advice, "role": "the model behind the recommendation (recommendation.settings "
-                "is its pick" + (", and measurement confirmed it)" if answer.get("verified") else ")"),
+                "is its pick" + (", and measurement confirmed it)" if answer.verified else ")"),
                 "pick_is_recommendation": True}
-    if answer["action"] != "not_steady":  # verified: the measurement chose another setting
+    if answer.action != "not_steady":  # verified: the measurement chose another setting
         return {**advice, "role": "the model that proposed the verified settings; the measurement "
                 "chose recommendation.settings, not its pick", "pick_is_recommendation": False,
                 "sentence": f"Proposal, overruled by measurement: {advice['sentence']}"}
@@ -173,13 +181,13 @@ def label_advice(advice: dict[str, Any], answer: dict[str, Any]) -> dict[str, An
             "sentence": f"What-if {INFORMATION_ONLY} (no verdict on this window): {advice['sentence']}"}
 
 
-def _culprit_evidence(answer: dict[str, Any], ops: pd.DataFrame | None,
+def _culprit_evidence(answer: Recommendation, ops: pd.DataFrame | None,
                       queue_culprit: dict[str, Any] | None) -> dict[str, Any] | None:
     """The decided culprit with its queues and CPU from the profile (None when none)."""
-    label = answer["culprit_label"]
+    label = answer.culprit_label
     if label is None:
         return None
-    out = {"label": label, "config_key": answer["culprit_key"], "kind": answer["culprit_kind"],
+    out = {"label": label, "config_key": answer.culprit_key, "kind": answer.culprit_kind,
            "op_type": None, "operations": [], "num_workers": None, "cpu_pct_per_worker": None,
            "agrees_with_queue_rule": bool(queue_culprit and queue_culprit["label"] == label)}
     rows = ops[ops["label"] == label] if ops is not None and not ops.empty else None

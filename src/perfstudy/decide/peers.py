@@ -18,6 +18,7 @@ from typing import Any
 import pandas as pd
 
 from perfstudy.decide.advisor import canonical
+from perfstudy.decide.recommendation import Recommendation
 from perfstudy.measure import msanalyzer
 from perfstudy.measure.minddata import op_label
 from perfstudy.run.settings import MP
@@ -80,16 +81,16 @@ def analyzer(raw: dict[str, Any], ops: pd.DataFrame | None) -> dict[str, Any]:
     return {**raw, "operator": operator, "key": key, "knob": knob, "advice": advice, "settings": settings}
 
 
-def ours(recommendation: dict[str, Any]) -> dict[str, Any]:
+def ours(recommendation: Recommendation) -> dict[str, Any]:
     """Our answer as a reading."""
-    changes = recommendation.get("changes") or {}
-    action = recommendation.get("action")
-    return {"tool": OURS, "operator": recommendation.get("culprit_label"),
-            "key": recommendation.get("culprit_key"),
+    changes = recommendation.changes or {}
+    action = recommendation.action
+    return {"tool": OURS, "operator": recommendation.culprit_label,
+            "key": recommendation.culprit_key,
             "knob": "workers" if action == "set_workers" else None,
             "advice": _words(changes) if action == "set_workers" else {
                 "not_steady": "no verdict (window not steady)"}.get(action, "keep the setting"),
-            "settings": canonical(recommendation.get("settings") or {}) if action == "set_workers" else None}
+            "settings": canonical(recommendation.settings or {}) if action == "set_workers" else None}
 
 
 def _words(changes: dict[str, Any]) -> str:

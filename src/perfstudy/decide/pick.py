@@ -16,7 +16,7 @@ def source_arm(arms: list) -> Any | None:
     own sweep (perfstudy.decide.scenarios), so no one arm predicts them all."""
     if any(a.summary.scenario for a in arms):
         return None
-    advised = [a for a in arms if (a.diagnosis or {}).get("advisor")]
+    advised = [a for a in arms if (a.diagnosis.advisor if a.diagnosis else None)]
     return next((a for a in advised if a.name == "baseline"), advised[0] if advised else None)
 
 
@@ -45,15 +45,15 @@ def pick_check(arms: list) -> dict[str, Any] | None:
     source = source_arm(arms)
     if source is None:
         return None
-    answer = source.diagnosis.get("recommendation") or {}
+    answer = source.diagnosis.recommendation
     fixed = fixed_arms(arms, source)
     best = min(fixed, key=lambda a: a.summary.steady_step_ms)
     result = {"source": source.name, "best_arm": best.name, "best_workers": arm_workers(best),
               "best_step_ms": best.summary.steady_step_ms}
-    if answer.get("action") == "not_steady":
-        return {**result, "no_verdict": answer.get("sentence", "the window was not steady"),
+    if answer.action == "not_steady":
+        return {**result, "no_verdict": answer.sentence,
                 "recommended_workers": None}
-    chosen = answer.get("settings") or source.diagnosis["advisor"]["pick"]
+    chosen = answer.settings or source.diagnosis.advisor["pick"]
     count = int(chosen.get(PRIMARY_KEY, arm_workers(source)))
     result["recommended_workers"] = count
     picked = [a for a in fixed if arm_workers(a) == count]

@@ -73,8 +73,8 @@ def evidence(arms: list) -> pd.DataFrame:
         if source is not None:
             base = source.summary
             saving_ms = base.steady_step_ms - s.steady_step_ms
-            predicted = prepared_step_at((source.diagnosis or {}).get("recommendation", {})
-                                         .get("prepared_prediction"), _settings(arm))
+            predicted = prepared_step_at(source.diagnosis.recommendation.prepared_prediction
+                                         if source.diagnosis else None, _settings(arm))
             per_epoch = max(1, s.dataset.num_images // s.batch_size)
             payback = cost["wall_s"] * 1e3 / saving_ms if saving_ms > 0 else math.inf
             row.update(source_step_ms=base.steady_step_ms,
@@ -129,9 +129,11 @@ def lines(table: pd.DataFrame, arms: list) -> list[str]:
 
 def quote(arm, table: pd.DataFrame) -> str:
     """For an arm whose culprit decodes: what its prepared counterpart measured (or '')."""
-    answer = (arm.diagnosis or {}).get("recommendation", {})
-    named = answer.get("culprit_kind") == "decode" or any(
-        str(r).startswith("decode less") for r in answer.get("remedies", []))
+    if not arm.diagnosis:
+        return ""
+    answer = arm.diagnosis.recommendation
+    named = answer.culprit_kind == "decode" or any(
+        str(r).startswith("decode less") for r in answer.remedies)
     if table.empty or not named:
         return ""
     rows = table[table["source_arm"] == arm.name]

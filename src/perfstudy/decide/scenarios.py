@@ -21,6 +21,7 @@ import pandas as pd
 
 from perfstudy.common.thresholds import GAIN_THAT_MATTERS, PREDICTION_TARGET, pct
 from perfstudy.decide.advisor import predict
+from perfstudy.decide.recommendation import Recommendation
 from perfstudy.run.settings import MP
 
 WRONG_NO_HELP = "wrong 'no setting helps'"
@@ -64,8 +65,8 @@ def score(runs: list) -> tuple[pd.DataFrame, pd.DataFrame]:
         sweep = {_setting(a, key): a for a in arms
                  if (a.summary.scenario or {}).get("role") == "truth"
                  and a.summary.scenario["name"] == spec["truth"]}
-        answer = (diagnosed.diagnosis or {}).get("recommendation") or {}
-        advice = (diagnosed.diagnosis or {}).get("advisor")
+        answer = diagnosed.diagnosis.recommendation if diagnosed.diagnosis else None
+        advice = (diagnosed.diagnosis.advisor if diagnosed.diagnosis else None)
         if not sweep or not answer or advice is None:
             continue
         measured = {s: medians[a.summary.arm] for s, a in sweep.items()}
@@ -74,12 +75,12 @@ def score(runs: list) -> tuple[pd.DataFrame, pd.DataFrame]:
         best_setting = min(measured, key=measured.get)
         best = measured[best_setting]
         moves = max(measured.values()) / best - 1 >= GAIN_THAT_MATTERS
-        action = answer.get("action")
+        action = answer.action
         if moves:
-            right = answer.get("culprit_key") == key
+            right = answer.culprit_key == key
         else:
-            right = action != "set_workers" or key not in {k.removesuffix(MP) for k in answer["changes"]}
-        rec = answer.get("settings") or {}
+            right = action != "set_workers" or key not in {k.removesuffix(MP) for k in answer.changes}
+        rec = answer.settings or {}
         picked = (int(rec.get(key, 1)), bool(rec.get(key + MP, False)))
         own = _setting(diagnosed, key)
         picked_ms = measured.get(picked)
@@ -98,14 +99,14 @@ def score(runs: list) -> tuple[pd.DataFrame, pd.DataFrame]:
         rows.append({
             "scenario": spec["name"], "held out": "yes" if spec.get("held_out") else "no",
             "swept": key, "runs per setting": repeats,
-            "verdict": diagnosed.diagnosis["bound"],
-            "culprit named": answer.get("culprit_label") or "none",
+            "verdict": diagnosed.diagnosis.bound,
+            "culprit named": answer.culprit_label or "none",
             "culprit right": "yes" if right else "NO",
             "recommended": _label(picked) if action == "set_workers" else f"keep ({_label(own)})",
             "its measured step (ms)": "" if picked_ms is None else round(picked_ms),
             "sweep's best (ms)": f"{round(best)} at {_label(best_setting)}",
             "pick vs best": "" if picked_ms is None else f"{pct((picked_ms / best - 1), 1, signed=True)}",
-            "verified": "yes" if answer.get("verified") else "no",
+            "verified": "yes" if answer.verified else "no",
             "promised (ms)": "" if promised is None else round(promised),
             "promise vs sweep": "" if promised is None or picked_ms is None
             else f"{pct((promised / picked_ms - 1), 1, signed=True)}",
@@ -116,7 +117,7 @@ def score(runs: list) -> tuple[pd.DataFrame, pd.DataFrame]:
             WRONG_NO_HELP: "NO" if wrong_no_help else "no",
             "worst prediction error": f"{pct(max(errors), 1)}",
             PREDICTIONS_WITHIN: "yes" if max(errors) <= PREDICTION_TARGET else "NO",
-            **peer_columns(((diagnosed.diagnosis or {}).get("peers") or {}).get("msanalyzer"),
+            **peer_columns(((diagnosed.diagnosis.peers or {}).get("msanalyzer") if diagnosed.diagnosis else None),
                            key, moves, measured, best),
             **autotune_columns(next((a for a in arms if (a.summary.scenario or {}).get("role") == "peer"
                                      and a.summary.scenario["name"] == spec["name"]), None),
@@ -158,19 +159,19 @@ def autotune_columns(arm, medians: dict[str, float], best: float) -> dict[str, s
     settled on and its measured step (median of its repeats) against the sweep's best."""
     if arm is None:
         return {}
-    reading = ((arm.diagnosis or {}).get("peers") or {}).get("autotune") or {}
+    reading = ((arm.diagnosis.peers or {}).get("autotune") if arm.diagnosis else None) or {}
     step = medians.get(arm.summary.arm)
     return {"AutoTune settled on": reading.get("advice") or "no setting saved",
             "AutoTune step (ms)": "" if step is None else round(step),
             AUTOTUNE_WITHIN: "" if step is None else within_best(step, best)}
 
 
-def _promise(answer: dict) -> float | None:
+def _promise(answer: Recommendation) -> float | None:
     """The step the answer promises: for a change, the verified (measured) one, else the model's;
     for keeping the setting, the run's own measured step."""
-    if answer.get("action") != "set_workers":
-        return answer.get("measured_step_ms")
-    return answer.get("verified_step_ms") if answer.get("verified") else answer.get("predicted_step_ms")
+    if answer.action != "set_workers":
+        return answer.measured_step_ms
+    return answer.verified_step_ms if answer.verified else answer.predicted_step_ms
 
 
 def summary_line(table: pd.DataFrame) -> str:

@@ -93,7 +93,7 @@ def figure_queues(arm: Arm, path: Path) -> Path:
     else:
         ax.text(0.5, 0.5, "no dataset profile (profiler=off)", ha="center", va="center",
                 transform=ax.transAxes)
-    window = (arm.diagnosis or {}).get("window")
+    window = (arm.diagnosis.window if arm.diagnosis else None)
     if window:
         ax.axvspan(window["start_s"] - origin, window["end_s"] - origin, color="#dddddd", zorder=0,
                    label="profiled steps")

@@ -12,6 +12,7 @@ import pandas as pd
 from perfstudy.common.thresholds import pct
 from perfstudy.decide.advisor import gil_share
 from perfstudy.decide.diagnosis import verdict_label
+from perfstudy.decide.recommendation import Diagnosis, Recommendation
 from perfstudy.present.mlflow_store import TAG
 from perfstudy.run.summary import RunSummary
 
@@ -43,15 +44,15 @@ def training_window_ms(summary: RunSummary, steps: pd.DataFrame) -> tuple[int, i
     return int(start * 1000), run_end_ms(steps)
 
 
-def run_description(summary: RunSummary, diagnosis: dict[str, Any] | None) -> str:
+def run_description(summary: RunSummary, diagnosis: Diagnosis | None) -> str:
     """The arm run's description (MLflow's note): verdict and recommendation first."""
     numbers = (f"Steady step {summary.steady_step_ms:.0f} ms, the step waits for data "
                f"{pct(summary.gap_share, 1)} of the time, {summary.images_per_s:.1f} "
                f"images/s ({summary.steps_measured} measured steps).")
     if not diagnosis:
         return numbers
-    return (f"**{verdict_label(diagnosis['bound'])}.** {diagnosis['headline']}\n\n"
-            f"**Recommendation:** {diagnosis['recommendation']['sentence']}\n\n{numbers}")
+    return (f"**{verdict_label(diagnosis.bound)}.** {diagnosis.headline}\n\n"
+            f"**Recommendation:** {diagnosis.recommendation.sentence}\n\n{numbers}")
 
 
 def scorecard_tags(card: dict[str, Any]) -> dict[str, str]:
@@ -154,7 +155,7 @@ def _op_key(row) -> str:
     return f"op{int(row.op_id)}_{row.op_type}"
 
 
-def diagnosis_metrics(diagnosis: dict[str, Any], ops: pd.DataFrame | None,
+def diagnosis_metrics(diagnosis: Diagnosis, ops: pd.DataFrame | None,
                       queues: pd.DataFrame | None, stamp_ms: int) -> list:
     """Per-operator queue usage / empty ratio / CPU %, the queue-size series as history,
     and the diagnosis's numbers (fixed timestamps, so logging again adds nothing)."""
@@ -172,19 +173,19 @@ def diagnosis_metrics(diagnosis: dict[str, Any], ops: pd.DataFrame | None,
         for row in queues.itertuples(index=False):
             metrics.append(Metric(f"queue/{_op_key(row)}_size", float(row.size),
                                   int(row.time_s * 1000), int(round((row.time_s - first) * 1000))))
-    flat = {"gap_share": diagnosis["input_bound"]["gap_share"],
-            "compute_ms": diagnosis["compute_ms"],
-            "host_busy_pct": diagnosis["cpu"].get("host_busy_pct"),
-            "process_cpu_pct": diagnosis["cpu"].get("process_pct"),
-            "steady_vs_cpu_floor": diagnosis["cpu"]["steady_vs_cpu_floor"],
-            "recommended_workers": diagnosis["recommendation"].get("workers"),
-            "predicted_step_ms": diagnosis["recommendation"].get("predicted_step_ms"),
-            "predicted_now_ms": diagnosis["recommendation"].get("predicted_now_ms"),
-            "iterator_wait_median_ms": diagnosis["iterator_wait"].get("median_ms"),
-            "timeline_step_rel_diff": diagnosis["cross_check"].get("step_ms_median_rel_diff")}
+    flat = {"gap_share": diagnosis.input_bound["gap_share"],
+            "compute_ms": diagnosis.compute_ms,
+            "host_busy_pct": diagnosis.cpu.get("host_busy_pct"),
+            "process_cpu_pct": diagnosis.cpu.get("process_pct"),
+            "steady_vs_cpu_floor": diagnosis.cpu["steady_vs_cpu_floor"],
+            "recommended_workers": diagnosis.recommendation.workers,
+            "predicted_step_ms": diagnosis.recommendation.predicted_step_ms,
+            "predicted_now_ms": diagnosis.recommendation.predicted_now_ms,
+            "iterator_wait_median_ms": diagnosis.iterator_wait.get("median_ms"),
+            "timeline_step_rel_diff": diagnosis.cross_check.get("step_ms_median_rel_diff")}
     metrics += [Metric(f"diagnosis/{k}", float(v), stamp_ms, 0) for k, v in flat.items()
                 if v is not None]
-    advice = diagnosis.get("advisor")
+    advice = diagnosis.advisor
     if advice:  # the what-if curve as a history: step = worker count (MLflow plots it)
         metrics += [Metric("advisor/predicted_step_ms", float(row["step_ms"]), stamp_ms,
                            int(row["workers"])) for row in advice["curve"]]
@@ -192,43 +193,43 @@ def diagnosis_metrics(diagnosis: dict[str, Any], ops: pd.DataFrame | None,
                     Metric("advisor/own_setting_error", float(advice["now_error"]), stamp_ms, 0)]
         if advice["pick_is_recommendation"]:  # no second setting beside the recommended one
             metrics.append(Metric("advisor/pick_workers", float(advice["pick_workers"]), stamp_ms, 0))
-    metrics += verification_metrics(diagnosis.get("recommendation") or {}, stamp_ms)
+    metrics += verification_metrics(diagnosis.recommendation, stamp_ms)
     return metrics
 
 
-def verification_metrics(rec: dict[str, Any], stamp_ms: int) -> list:
+def verification_metrics(rec: Recommendation, stamp_ms: int) -> list:
     """The verification windows as histories (step = the window's rank, 0: the run's own
     setting): measured and predicted step and the model's error; the verified gain."""
     from mlflow.entities import Metric
 
-    checked = rec.get("verification") or {}
+    checked = rec.verification or {}
     out = []
     for rank, row in enumerate(checked.get("rows", [])):
         out += [Metric("verify/measured_step_ms", float(row["measured_ms"]), stamp_ms, rank),
                 Metric("verify/predicted_step_ms", float(row["predicted_ms"]), stamp_ms, rank),
                 Metric("verify/model_error", float(row["error"]), stamp_ms, rank)]
-    if rec.get("verified"):
-        out += [Metric("verify/measured_gain", float(rec.get("measured_gain", 0.0)), stamp_ms, 0),
+    if rec.verified:
+        out += [Metric("verify/measured_gain", float(rec.measured_gain), stamp_ms, 0),
                 Metric("verify/noise_bar", float(checked["bar"]), stamp_ms, 0)]
     return out
 
 
-def diagnosis_tags(diagnosis: dict[str, Any]) -> dict[str, str]:
+def diagnosis_tags(diagnosis: Diagnosis) -> dict[str, str]:
     """Verdict, culprit and recommendation as tags (searchable, shown in run comparison)."""
-    culprit = diagnosis.get("culprit") or {}
+    culprit = diagnosis.culprit or {}
     return {
-        f"{TAG}verdict": verdict_label(diagnosis["bound"]),
-        f"{TAG}action": diagnosis["recommendation"]["action"],
-        f"{TAG}input_bound": diagnosis["input_bound"]["band"],
+        f"{TAG}verdict": verdict_label(diagnosis.bound),
+        f"{TAG}action": diagnosis.recommendation.action,
+        f"{TAG}input_bound": diagnosis.input_bound["band"],
         f"{TAG}culprit": culprit.get("label", "none"),
-        f"{TAG}recommendation": diagnosis["recommendation"]["sentence"],
-        f"{TAG}headline": diagnosis["headline"],
-        f"{TAG}timeline_agrees": str(diagnosis["cross_check"].get("agrees")),
-        f"{TAG}verified": str(bool(diagnosis["recommendation"].get("verified"))),
-        **({f"{TAG}advisor": diagnosis["advisor"]["sentence"]} if diagnosis.get("advisor") else {}),
-        **({f"{TAG}advisor_pick_workers": str(diagnosis["advisor"]["pick_workers"])}
-           if diagnosis.get("advisor") and diagnosis["advisor"]["pick_is_recommendation"] else {}),
-        **peer_tags(diagnosis.get("peers") or {}),
+        f"{TAG}recommendation": diagnosis.recommendation.sentence,
+        f"{TAG}headline": diagnosis.headline,
+        f"{TAG}timeline_agrees": str(diagnosis.cross_check.get("agrees")),
+        f"{TAG}verified": str(bool(diagnosis.recommendation.verified)),
+        **({f"{TAG}advisor": diagnosis.advisor["sentence"]} if diagnosis.advisor else {}),
+        **({f"{TAG}advisor_pick_workers": str(diagnosis.advisor["pick_workers"])}
+           if diagnosis.advisor and diagnosis.advisor["pick_is_recommendation"] else {}),
+        **peer_tags(diagnosis.peers or {}),
     }
 
 

@@ -19,7 +19,7 @@ def table(arms: list) -> pd.DataFrame:
     rows = []
     baseline = next((a for a in arms if a.name == "baseline"), None)
     for arm in arms:
-        readings = (arm.diagnosis or {}).get("peers")
+        readings = (arm.diagnosis.peers if arm.diagnosis else None)
         if not readings:
             continue
         ours, analyzer = readings["ours"], readings.get("msanalyzer")
@@ -55,7 +55,7 @@ def against_sweep(arms: list) -> pd.DataFrame:
         return pd.DataFrame()
     best = min(steps.values())
     moves = max(steps.values()) / best - 1 >= GAIN_THAT_MATTERS
-    readings = source.diagnosis.get("peers") or {}
+    readings = source.diagnosis.peers or {}
     rows = []
     for reading in (readings.get("ours"), readings.get("msanalyzer")):
         if not reading:
@@ -74,7 +74,7 @@ def against_sweep(arms: list) -> pd.DataFrame:
                      "advice": reading.get("advice"), "its measured step (ms)": "" if ran is None else round(ran),
                      f"within {pct(GAIN_THAT_MATTERS)} of the best": within})
     for arm in arms:
-        tuned = ((arm.diagnosis or {}).get("peers") or {}).get("autotune")
+        tuned = ((arm.diagnosis.peers or {}).get("autotune") if arm.diagnosis else None)
         if tuned and tuned.get("step_ms"):
             rows.append({"tool": f"{tuned['tool']} ({arm.name})", "culprit": tuned.get("operator"),
                          "culprit right": "yes" if ((tuned.get("settings") or {}).get(PRIMARY_KEY, 1) > 1) == moves

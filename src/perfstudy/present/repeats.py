@@ -92,12 +92,12 @@ def report_table(frame: pd.DataFrame) -> pd.DataFrame:
 def describe(changes: dict, diagnosis: dict) -> str:
     from perfstudy.decide.decision import describe_changes
 
-    return "set " + describe_changes(changes, diagnosis.get("advisor") or {})
+    return "set " + describe_changes(changes, diagnosis.advisor or {})
 
 
 def _answer(diagnosis: dict) -> str:
     """A repeat's answer as a user would act on it: the settings it changes, or keep."""
-    changes = diagnosis["recommendation"].get("changes") or {}
+    changes = diagnosis.recommendation.changes or {}
     return describe(changes, diagnosis) if changes else "keep the setting"
 
 
@@ -114,14 +114,14 @@ def answers(runs: list, margin: float = 0.10) -> list[dict]:
         given = [_answer(r.diagnosis) for r in diagnosed]
         steps = [r.summary.steady_step_ms for r in group]
         spread = (max(steps) - min(steps)) / float(np.median(steps))
-        gains = [r.diagnosis["recommendation"].get("measured_gain") for r in diagnosed
-                 if r.diagnosis["recommendation"].get("changes")]
+        gains = [r.diagnosis.recommendation.measured_gain for r in diagnosed
+                 if r.diagnosis.recommendation.changes]
         gains = [g for g in gains if g is not None]
         counts = {a: given.count(a) for a in dict.fromkeys(given)}
         agree = len(counts) == 1
         clear = min(gains) > max(margin, spread) if gains else True
         if not agree:
-            changes = [r.diagnosis["recommendation"].get("changes") or {} for r in diagnosed]
+            changes = [r.diagnosis.recommendation.changes or {} for r in diagnosed]
             common = {k: v for k, v in changes[0].items() if all(c.get(k) == v for c in changes[1:])}
             why = (f"the repeats disagree ({'; '.join(f'{a}: {n} of {len(given)}' for a, n in counts.items())}): "
                    "their verification windows do not tell these settings apart on this machine "

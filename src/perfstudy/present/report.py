@@ -109,8 +109,8 @@ def _verdicts(arms: list[Arm], across: dict[str, Any], prepared: pd.DataFrame
         if not arm.diagnosis:  # not analysed: the measured floor only, no advice
             verdicts.append((sentences.verdict(arm, baseline), None))
             continue
-        why = (f"{sentences.workers_text(arm.summary)}. {arm.diagnosis['headline']} "
-               f"{arm.diagnosis['recommendation']['sentence']}{remedy.quote(arm, prepared)}")
+        why = (f"{sentences.workers_text(arm.summary)}. {arm.diagnosis.headline} "
+               f"{arm.diagnosis.recommendation.sentence}{remedy.quote(arm, prepared)}")
         line = sentences.verdict_line(arm, baseline)
         if arm.summary.arm in across:
             answer = across[arm.summary.arm]

@@ -33,7 +33,7 @@ def whatif_table(arms: list) -> pd.DataFrame:
     source = source_arm(arms)
     if source is None:
         return pd.DataFrame()
-    advice = source.diagnosis["advisor"]
+    advice = source.diagnosis.advisor
     rows = []
     for arm in fixed_arms(arms, source):  # AutoTune has no single worker count to predict
         predicted = predict(advice, settings(arm))
@@ -55,9 +55,9 @@ def whatif_table(arms: list) -> pd.DataFrame:
 
 def advisor_lines(arms: list) -> list[str]:
     """Each arm's advisor sentence, then the pick checked against what was measured."""
-    advised = [a for a in arms if (a.diagnosis or {}).get("advisor")]
-    profiled = [a for a in advised if a.diagnosis.get("profiled")]
-    lines = [f"{a.name}: {a.diagnosis['advisor']['sentence']}" for a in (profiled or advised)]
+    advised = [a for a in arms if (a.diagnosis.advisor if a.diagnosis else None)]
+    profiled = [a for a in advised if a.diagnosis.profiled]
+    lines = [f"{a.name}: {a.diagnosis.advisor['sentence']}" for a in (profiled or advised)]
     check = pick_check(arms)
     if check is None:
         return lines
@@ -108,7 +108,7 @@ def figure_scaling(arms: list, path: Path) -> Path | None:
     fixed = fixed_arms(arms, source)
     if source is None or len({arm_workers(a) for a in fixed}) < 2:
         return None
-    advice = source.diagnosis["advisor"]
+    advice = source.diagnosis.advisor
     counts = sorted({*(arm_workers(a) for a in fixed), *_counts(advice)})
     fig, ax = plt.subplots(figsize=(6.4, 4.2), layout="constrained")
     ax.plot(counts, [predict(advice, {PRIMARY_KEY: w})["step_ms"] for w in counts], "--", color="#7f7f7f",

@@ -41,7 +41,7 @@ def verdict(arm: Arm, baseline: Arm | None) -> str:
     if baseline is not None and arm is not baseline:
         head += f", {baseline.summary.steady_step_ms / s.steady_step_ms:.2f}x the baseline's speed"
     if arm.diagnosis:
-        return f"{head}. {arm.diagnosis['headline']} {arm.diagnosis['recommendation']['sentence']}"
+        return f"{head}. {arm.diagnosis.headline} {arm.diagnosis.recommendation.sentence}"
     return (f"{head}; its binding floor is {s.binding_floor} ({s.floor_ms:.0f} ms, reached at "
             f"{s.steady_vs_floor:.2f}x); run the analyze rule for a diagnosis.")
 
@@ -77,28 +77,28 @@ def verdict_line(arm: Arm, baseline: Arm | None) -> str:
     """The arm's answer in one line (at most 40 words): verdict, culprit, what to do, the gain
     predicted for it, and the step measured. It presents decision.decide's answer, nothing else."""
     d, s = arm.diagnosis, arm.summary
-    rec = d["recommendation"]
-    parts = [verdict_label(d["bound"])]
-    if rec.get("culprit_label"):
-        parts.append(f"culprit {_short_label(rec['culprit_label'])}")
-    action, kind = rec["action"], rec.get("culprit_kind")
-    prepared = rec.get("prepared_prediction")
+    rec = d.recommendation
+    parts = [verdict_label(d.bound)]
+    if rec.culprit_label:
+        parts.append(f"culprit {_short_label(rec.culprit_label)}")
+    action, kind = rec.action, rec.culprit_kind
+    prepared = rec.prepared_prediction
     if action == "set_workers":
-        parts.append(f"do: set {describe_changes(rec['changes'], d['advisor'])}")
-        if rec.get("verified"):  # the promise is the measured step; the prediction beside it
-            parts.append(f"verified {rec['verified_now_ms']:.0f} → {rec['verified_step_ms']:.0f} ms "
-                         f"({1 + rec['measured_gain']:.2f}x; predicted {rec['predicted_step_ms']:.0f})")
+        parts.append(f"do: set {describe_changes(rec.changes, d.advisor)}")
+        if rec.verified:  # the promise is the measured step; the prediction beside it
+            parts.append(f"verified {rec.verified_now_ms:.0f} → {rec.verified_step_ms:.0f} ms "
+                         f"({1 + rec.measured_gain:.2f}x; predicted {rec.predicted_step_ms:.0f})")
         else:
-            parts.append(f"predicted {rec['predicted_now_ms']:.0f} → {rec['predicted_step_ms']:.0f} ms "
-                         f"({1 + rec['predicted_gain']:.2f}x, not verified)")
+            parts.append(f"predicted {rec.predicted_now_ms:.0f} → {rec.predicted_step_ms:.0f} ms "
+                         f"({1 + rec.predicted_gain:.2f}x, not verified)")
     elif action == "unresolved":
         parts.append("do: nothing yet (a gain within the windows' noise); raise verify.budget_share")
     elif action == "not_steady":
-        needed = (rec.get("validity") or {}).get("steps_needed")
+        needed = rec.validity.get("steps_needed")
         parts.append(f"do: run trainer.steps >= {needed}" if needed else "do: run more trainer.steps")
     else:
-        decode = kind == "decode" or any(str(r).startswith("decode less") for r in rec.get("remedies", []))
-        measured_word = " (measured)" if rec.get("verified") else ""
+        decode = kind == "decode" or any(str(r).startswith("decode less") for r in rec.remedies)
+        measured_word = " (measured)" if rec.verified else ""
         decode_words = (REMEDY_WORDS["decode"] if s.factories.pipeline == BUILTIN_PIPELINE
                         else "decode less (a copy of the source re-encoded smaller)")
         todo = (f"no worker setting helps{measured_word}; " if action == "cannot_help"
@@ -116,7 +116,7 @@ def verdict_line(arm: Arm, baseline: Arm | None) -> str:
 def cross_check_lines(arms: list[Arm]) -> list[str]:
     lines = []
     for arm in arms:
-        cross = (arm.diagnosis or {}).get("cross_check") or {}
+        cross = (arm.diagnosis.cross_check if arm.diagnosis else None) or {}
         if cross.get("sentence"):
             extra = ""
             if cross.get("steps"):
@@ -124,7 +124,7 @@ def cross_check_lines(arms: list[Arm]) -> list[str]:
                          f"tail {cross['tl_tail_ms_median']:.0f} ms, optimizer kernels busy "
                          f"{cross['optimizer_busy_ms_median']:.0f} ms.")
             lines.append(f"{arm.name}: {cross['sentence']}{extra}")
-        effect = (arm.diagnosis or {}).get("profiler_effect")
+        effect = (arm.diagnosis.profiler_effect if arm.diagnosis else None)
         if effect:
             lines.append(f"{arm.name}, profiler's own effect: {effect['sentence']}")
         else:

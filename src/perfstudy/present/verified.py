@@ -15,8 +15,8 @@ def windows_table(arms: list) -> pd.DataFrame:
     rows = []
     for arm in arms:
         verification = arm.summary.verification or {}
-        advice = (arm.diagnosis or {}).get("advisor")
-        chosen = ((arm.diagnosis or {}).get("recommendation") or {}).get("settings")
+        advice = (arm.diagnosis.advisor if arm.diagnosis else None)
+        chosen = arm.diagnosis.recommendation.settings if arm.diagnosis else None
         for w in verification.get("windows", []):
             measured = w.get("step_ms")
             rows.append({
@@ -51,7 +51,7 @@ def accuracy_by_kind(arms: list) -> pd.DataFrame:
     operator the window's setting is about; held-out scenarios' windows counted apart."""
     rows = []
     for arm in arms:
-        advice = (arm.diagnosis or {}).get("advisor")
+        advice = (arm.diagnosis.advisor if arm.diagnosis else None)
         if not advice:
             continue
         held_out = bool((arm.summary.scenario or {}).get("held_out"))

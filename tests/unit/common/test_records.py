@@ -9,16 +9,31 @@ from conftest import REPO
 from records import make_summary
 
 from perfstudy.common.records import RecordError, from_dict, read_record, schema_text, to_dict, write_record
+from perfstudy.decide.recommendation import Diagnosis, read_diagnosis, write_diagnosis
 from perfstudy.run.summary import RunSummary, read_summary, write_summary
 
 SCHEMAS = REPO / "docs" / "schemas"
 FIXTURES = REPO / "tests" / "fixtures" / "cpu_demo"
 
 
-def test_the_published_summary_schema_is_the_records_own():
-    published = (SCHEMAS / "summary.schema.json").read_text()
-    made = schema_text(RunSummary, "https://perfstudy.invalid/schemas/summary.schema.json")
+@pytest.mark.parametrize("name, cls", [("summary.schema.json", RunSummary),
+                                       ("diagnosis.schema.json", Diagnosis)])
+def test_the_published_schemas_are_the_records_own(name, cls):
+    published = (SCHEMAS / name).read_text()
+    made = schema_text(cls, f"https://perfstudy.invalid/schemas/{name}")
     assert published == made, "docs/schemas is stale: run `make schemas` (and bump SCHEMA_VERSION)"
+
+
+def test_a_real_diagnosis_validates_and_reads_back_the_same(analysed, tmp_path):
+    data = json.loads((analysed / "baseline" / "diagnosis.json").read_text())
+    jsonschema.validate(data, json.loads((SCHEMAS / "diagnosis.schema.json").read_text()))
+    diagnosis = read_diagnosis(analysed / "baseline")
+    assert diagnosis.recommendation.culprit_key == data["recommendation"]["culprit_key"]
+    write_diagnosis(tmp_path, diagnosis)
+    assert json.loads((tmp_path / "diagnosis.json").read_text()) == data
+    (tmp_path / "diagnosis.json").write_text(json.dumps({**data, "schema_version": 0}))
+    with pytest.raises(RecordError, match="--forcerun analyze"):
+        read_diagnosis(tmp_path)
 
 
 @pytest.mark.parametrize("arm", ["baseline", "tuned"])

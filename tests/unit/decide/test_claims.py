@@ -146,13 +146,13 @@ def test_each_verdict_is_one_line_with_its_reasoning_one_click_away(arms, tmp_pa
     assert [line.split(":")[0] for line in lines] == ["baseline", "tuned"]
     for line, arm in zip(lines, arms, strict=True):
         assert len(line.split()) <= sentences.MAX_VERDICT_WORDS, line
-        answer = arm.diagnosis["recommendation"]
-        assert sentences.verdict_label(arm.diagnosis["bound"]) in line and "do: " in line
+        answer = arm.diagnosis.recommendation
+        assert sentences.verdict_label(arm.diagnosis.bound) in line and "do: " in line
         assert f"measured {arm.summary.steady_step_ms:.0f} ms" in line
-        if answer["action"] == "set_workers":  # what to do and its predicted gain, the decision's
-            assert f"{answer['predicted_step_ms']:.0f} ms ({1 + answer['predicted_gain']:.2f}x, not verified)" in line
+        if answer.action == "set_workers":  # what to do and its predicted gain, the decision's
+            assert f"{answer.predicted_step_ms:.0f} ms ({1 + answer.predicted_gain:.2f}x, not verified)" in line
     assert sum(line.startswith("  - why: ") for line in block) == 2
-    assert arms[0].diagnosis["recommendation"]["sentence"] in md  # the reasoning, kept
+    assert arms[0].diagnosis.recommendation.sentence in md  # the reasoning, kept
     html = paths["html"].read_text()
     verdicts = html.split("<h2>Verdicts</h2>", 1)[1].split("<h2>", 1)[0]
     assert verdicts.count("<details class='why'><summary>why</summary>") == 2

@@ -80,22 +80,22 @@ def test_no_culprit_when_queues_are_full():
 def test_input_bound_baseline_gets_the_map_and_a_worker_count():
     ops = ops_frame([("Batch", 0.0, 0), ("Map", 0.0, 95), ("ImageFolder", 0.96, 1)])
     result = diagnosis.diagnose(summary(), steps(1300), ops, {"host_busy_pct": 60.0})
-    assert result["bound"] == "input"
-    assert result["culprit"]["label"] == "Map #1" and result["culprit"]["agrees_with_queue_rule"]
-    rec = result["recommendation"]
-    assert rec["action"] == "set_workers" and rec["workers"] == 2  # MindSpore caps at 2 CPUs
-    assert rec["sentence"].startswith("Set pipeline.num_parallel_workers=2: predicted")
-    assert rec["predicted_step_ms"] < rec["predicted_now_ms"]
-    assert result["advisor"]["pick"] == rec["settings"]  # one answer
-    assert result["advisor"]["pick_is_recommendation"] is True
+    assert result.bound == "input"
+    assert result.culprit["label"] == "Map #1" and result.culprit["agrees_with_queue_rule"]
+    rec = result.recommendation
+    assert rec.action == "set_workers" and rec.workers == 2  # MindSpore caps at 2 CPUs
+    assert rec.sentence.startswith("Set pipeline.num_parallel_workers=2: predicted")
+    assert rec.predicted_step_ms < rec.predicted_now_ms
+    assert result.advisor["pick"] == rec.settings  # one answer
+    assert result.advisor["pick_is_recommendation"] is True
 
 
 def test_enough_cores_gives_the_smallest_count_near_the_best():
     ops = ops_frame([("Batch", 0.0, 0), ("Map", 0.0, 95), ("ImageFolder", 0.96, 1)])
     result = diagnosis.diagnose(summary(cores=16, compute=1000), steps(1000), ops, {"host_busy_pct": 20.0})
     # the map's 3900 ms per batch over w workers meets the network's 1000 ms at w = 4
-    assert result["recommendation"]["workers"] == 4
-    assert "pipeline.num_parallel_workers=4" in result["recommendation"]["sentence"]
+    assert result.recommendation.workers == 4
+    assert "pipeline.num_parallel_workers=4" in result.recommendation.sentence
 
 
 def test_saturated_cpu_says_no_worker_setting_helps_and_what_would():
@@ -104,18 +104,18 @@ def test_saturated_cpu_says_no_worker_setting_helps_and_what_would():
     s = summary(gap_share=0.12, steady=2500, cpu_floor=2400, binding="cpu", workers=2,
                 pipeline_wall=1900, compute=700)
     result = diagnosis.diagnose(s, steps(2200), ops, {"host_busy_pct": 97.0})
-    assert result["bound"] == "cpu"
-    rec = result["recommendation"]
-    assert rec["action"] == "cannot_help" and rec["culprit_kind"] == "decode"
-    assert "No worker setting helps" in rec["sentence"] and "the CPUs are full" in rec["sentence"]
-    assert "16.00 megapixels per image" in rec["sentence"]  # the source size, with what it would give
+    assert result.bound == "cpu"
+    rec = result.recommendation
+    assert rec.action == "cannot_help" and rec.culprit_kind == "decode"
+    assert "No worker setting helps" in rec.sentence and "the CPUs are full" in rec.sentence
+    assert "16.00 megapixels per image" in rec.sentence  # the source size, with what it would give
     # a 4:3 source at a 114 px short side (its smallest crop is not upsampled to 32 px): 0.017 MP
-    assert "prepared at a bounded resolution (0.017 MP" in rec["sentence"]
-    assert rec["prepared_prediction"]["megapixels_prepared"] == pytest.approx(152 * 114 / 1e6)
-    assert result["headline"].startswith("CPU-bound: pipeline and network together keep the 2 CPUs busy")
-    assert "moderately input-bound" in result["headline"]
+    assert "prepared at a bounded resolution (0.017 MP" in rec.sentence
+    assert rec.prepared_prediction["megapixels_prepared"] == pytest.approx(152 * 114 / 1e6)
+    assert result.headline.startswith("CPU-bound: pipeline and network together keep the 2 CPUs busy")
+    assert "moderately input-bound" in result.headline
     # input-bound by the bands: the culprit is the slowest operator, not one found by its swing
-    assert rec["culprit_swing"] is None and result["headline"].endswith("Map #1 is the slowest operator.")
+    assert rec.culprit_swing is None and result.headline.endswith("Map #1 is the slowest operator.")
 
 
 def test_cpu_bound_names_the_operator_whose_setting_moves_the_step():
@@ -126,15 +126,15 @@ def test_cpu_bound_names_the_operator_whose_setting_moves_the_step():
     s = summary(gap_share=0.039, steady=2640, cpu_floor=2600, binding="cpu", workers=2,
                 pipeline_wall=2200, compute=700)
     result = diagnosis.diagnose(s, steps(2400), ops, {"host_busy_pct": 97.0})
-    rec = result["recommendation"]
-    assert result["bound"] == "cpu" and rec["action"] == "none"
-    assert result["culprit"]["label"] == "Map #1" and rec["culprit_kind"] == "decode"
-    swing = rec["culprit_swing"]
+    rec = result.recommendation
+    assert result.bound == "cpu" and rec.action == "none"
+    assert result.culprit["label"] == "Map #1" and rec.culprit_kind == "decode"
+    swing = rec.culprit_swing
     assert swing["slowest"] == {"pipeline.num_parallel_workers": 1} and swing["swing"] > 0.10
     assert swing["slowest_ms"] > 1.4 * swing["fastest_ms"]
-    assert "its setting moves the step (pipeline.num_parallel_workers=1: predicted" in rec["sentence"]
-    assert result["headline"].endswith("Map #1 is the operator whose setting moves it.")
-    assert "decode less" in rec["sentence"]
+    assert "its setting moves the step (pipeline.num_parallel_workers=1: predicted" in rec.sentence
+    assert result.headline.endswith("Map #1 is the operator whose setting moves it.")
+    assert "decode less" in rec.sentence
 
 
 @pytest.mark.parametrize("map_cpu_pct", [10, 30])
@@ -145,9 +145,9 @@ def test_cpu_bound_by_the_network_names_no_operator(map_cpu_pct):
     s = summary(gap_share=0.01, steady=2500, cpu_floor=2450, binding="cpu", workers=2,
                 pipeline_wall=300, compute=2300)
     result = diagnosis.diagnose(s, steps(2450), ops, {"host_busy_pct": 97.0})
-    assert result["bound"] == "cpu" and result["advisor"]["now_binding"] == "cpu"
-    assert result["culprit"] is None and result["recommendation"]["culprit_swing"] is None
-    assert "moves" not in result["headline"]
+    assert result.bound == "cpu" and result.advisor["now_binding"] == "cpu"
+    assert result.culprit is None and result.recommendation.culprit_swing is None
+    assert "moves" not in result.headline
 
 
 def test_a_busy_host_does_not_decide_when_a_setting_would_help():
@@ -157,10 +157,10 @@ def test_a_busy_host_does_not_decide_when_a_setting_would_help():
     s = summary(gap_share=0.3, steady=400, cpu_floor=190, binding="input", workers=1,
                 pipeline_wall=400, compute=100)
     result = diagnosis.diagnose(s, steps(100), ops, {"host_busy_pct": 94.0})
-    rec = result["recommendation"]
-    assert result["culprit"]["op_id"] == 1 and rec["culprit_kind"] == "waits"
-    assert rec["action"] == "set_workers" and rec["changes"] == {"pipeline.extra_transform_workers": 2}
-    assert result["bound"] == "input" and "no worker setting" not in result["headline"]
+    rec = result.recommendation
+    assert result.culprit["op_id"] == 1 and rec.culprit_kind == "waits"
+    assert rec.action == "set_workers" and rec.changes == {"pipeline.extra_transform_workers": 2}
+    assert result.bound == "input" and "no worker setting" not in result.headline
 
 
 def test_not_input_bound_has_no_culprit_even_with_an_empty_map_queue():
@@ -168,10 +168,10 @@ def test_not_input_bound_has_no_culprit_even_with_an_empty_map_queue():
     ops = ops_frame([("Batch", 0.5, 0), ("Map", 0.0, 90), ("ImageFolder", 0.96, 1)])
     result = diagnosis.diagnose(summary(gap_share=0.01, steady=2000, cpu_floor=1500, pipeline_wall=1850,
                                         compute=1980, cores=8), steps(1980), ops, {"host_busy_pct": 70.0})
-    assert result["culprit"] is None
-    assert result["bound"] == "compute"
-    assert result["recommendation"]["action"] == "none"
-    assert "the network's compute" in result["recommendation"]["sentence"]
+    assert result.culprit is None
+    assert result.bound == "compute"
+    assert result.recommendation.action == "none"
+    assert "the network's compute" in result.recommendation.sentence
 
 
 def test_a_window_faster_than_the_input_floor_gets_no_verdict():
@@ -180,12 +180,12 @@ def test_a_window_faster_than_the_input_floor_gets_no_verdict():
     s = edited(summary(gap_share=0.3, steady=435, pipeline_wall=483, compute=150, cpu_floor=300),
                before_window_ms=2898.0, first_measured_step=2)
     result = diagnosis.diagnose(s, steps(150), None)
-    rec = result["recommendation"]
-    assert result["bound"] == "not_steady" and rec["action"] == "not_steady"
+    rec = result.recommendation
+    assert result.bound == "not_steady" and rec.action == "not_steady"
     # 4 buffered batches, each step drains 483 - 150 = 333 ms: 6 steps; 2 + 6 + 10 = 18
-    assert rec["validity"]["drain_steps"] == 6 and rec["validity"]["steps_needed"] == 18
-    assert "trainer.steps >= 18" in rec["sentence"]
-    assert result["headline"].startswith("No verdict")
+    assert rec.validity["drain_steps"] == 6 and rec.validity["steps_needed"] == 18
+    assert "trainer.steps >= 18" in rec.sentence
+    assert result.headline.startswith("No verdict")
 
 
 def test_a_window_that_outlasts_any_buffer_is_steady_whatever_the_floor_reads():
@@ -193,12 +193,12 @@ def test_a_window_that_outlasts_any_buffer_is_steady_whatever_the_floor_reads():
     # ms, with 0.1 batch buffered before the window: the reading is off, not the window
     s = edited(summary(gap_share=0.25, steady=1371, pipeline_wall=1831, compute=946, cpu_floor=1300),
                before_window_ms=3839.0, first_measured_step=2, steps_measured=28)
-    check = diagnosis.decide(s, diagnosis.advise(s, None), "highly", 946.0)["validity"]
+    check = diagnosis.decide(s, diagnosis.advise(s, None), "highly", 946.0).validity
     assert check["steady"] and check["floor_suspect"]
     assert "the window is steady and the pipeline-alone reading is low" in check["sentence"]
     # the same window of 5 steps could have been served from the buffer: no verdict
     short = diagnosis.decide(edited(s, steps_measured=5, before_window_ms=30000.0),
-                             diagnosis.advise(s, None), "highly", 946.0)["validity"]
+                             diagnosis.advise(s, None), "highly", 946.0).validity
     assert not short["steady"] and short["steps_needed"] > 2 + 5
 
 
@@ -207,9 +207,9 @@ def test_without_a_verdict_nothing_names_a_second_setting():
     # window (2000 ms) was served from a buffer, so no verdict: the pick is a labelled what-if
     s = summary(gap_share=0.05, steady=2000, pipeline_wall=3900, compute=1300)
     result = diagnosis.diagnose(s, steps(1300), None)
-    rec, advice = result["recommendation"], result["advisor"]
-    assert rec["action"] == "not_steady" and rec["settings"] == advice["now"]
-    assert advice["pick"] != rec["settings"]  # the model's what-if differs ...
+    rec, advice = result.recommendation, result.advisor
+    assert rec.action == "not_steady" and rec.settings == advice["now"]
+    assert advice["pick"] != rec.settings  # the model's what-if differs ...
     assert advice["pick_is_recommendation"] is False  # ... and says it is no recommendation
     assert advice["sentence"].startswith("What-if for information only, not a recommendation")
     assert "for information only" in advice["role"]
@@ -224,7 +224,7 @@ def test_steps_to_a_steady_window_come_from_the_time_before_it():
     # batch: ~9.9 batches made, 2 consumed, 7.9 buffered; each step drains 313 - 270 = 43 ms
     s = edited(summary(gap_share=0.02, steady=282, pipeline_wall=313, compute=270, cpu_floor=200),
                before_window_ms=3113.0, first_measured_step=2, queue_capacity_batches=28.0)
-    check = diagnosis.decide(s, diagnosis.advise(s, None), "not", 270.0)["validity"]
+    check = diagnosis.decide(s, diagnosis.advise(s, None), "not", 270.0).validity
     assert check["buffered_batches"] == pytest.approx(3113 / 313 - 2)
     assert check["drain_steps"] == math.ceil((3113 / 313 - 2) * 313 / 43)  # 58
     assert check["steps_needed"] == 2 * (2 + check["drain_steps"])  # the drain rule's last half
@@ -233,7 +233,7 @@ def test_steps_to_a_steady_window_come_from_the_time_before_it():
 
 def test_without_a_profile_the_verdict_still_comes_from_the_host_timers():
     result = diagnosis.diagnose(summary(), steps(1300))
-    assert result["bound"] == "input" and result["culprit"]["label"] == "the pipeline"
-    assert result["profiled"] is False
-    assert result["advisor"]["source"].startswith("calibration")
-    assert "the pipeline is the slow operator" in result["recommendation"]["sentence"]
+    assert result.bound == "input" and result.culprit["label"] == "the pipeline"
+    assert result.profiled is False
+    assert result.advisor["source"].startswith("calibration")
+    assert "the pipeline is the slow operator" in result.recommendation.sentence

@@ -4,11 +4,11 @@ real cpu_demo profiles), its answer in our terms, scored like ours, and AutoTune
 import json
 
 import pandas as pd
-from records import make_summary
+from records import make_diagnosis, make_summary
 
-from perfstudy.common.io import read_json
 from perfstudy.common.thresholds import GAIN_THAT_MATTERS, pct
 from perfstudy.decide import claims, peers, scenarios
+from perfstudy.decide.recommendation import read_diagnosis
 from perfstudy.measure import msanalyzer
 from perfstudy.run.summary import read_summary
 
@@ -38,11 +38,11 @@ def test_mindspores_analyzer_runs_on_the_article_baselines_real_profile(analysed
     """On the cpu_demo baseline (the map at 1 worker, ~90 % busy), MindSpore's analyzer reads
     the same files and names Batch / prefetch_size; ours names the map: the claim is scored
     from those two readings, whatever they are."""
-    diagnosis = read_json(analysed / "baseline" / "diagnosis.json")
-    reading = diagnosis["peers"]["msanalyzer"]
+    diagnosis = read_diagnosis(analysed / "baseline")
+    reading = diagnosis.peers["msanalyzer"]
     assert "error" not in reading and reading["warning"] and reading["suggestion"]
     assert reading["op_id"] is not None and reading["operator"]
-    assert diagnosis["peers"]["ours"]["key"] == diagnosis["recommendation"]["culprit_key"]
+    assert diagnosis.peers["ours"]["key"] == diagnosis.recommendation.culprit_key
     spec = {"claims": [{"id": "c", "claim": "ours right, theirs not", "metric": "culprit_against_analyzer",
                         "arm": "baseline", "truth": "pipeline.num_parallel_workers", "equals": "ours only"}]}
 
@@ -51,7 +51,7 @@ def test_mindspores_analyzer_runs_on_the_article_baselines_real_profile(analysed
 
     Arm.diagnosis = diagnosis
     card = claims.score(spec, [Arm])
-    ours = diagnosis["culprit"].get("config_key") == "pipeline.num_parallel_workers"
+    ours = diagnosis.culprit.get("config_key") == "pipeline.num_parallel_workers"
     theirs = reading["key"] == "pipeline.num_parallel_workers"
     assert card["claims"][0]["passed"] == (ours and not theirs)
     assert "MindSpore's analyzer" in card["claims"][0]["detail"]
@@ -128,7 +128,7 @@ def test_the_report_sets_the_tools_side_by_side_and_scores_them_against_the_arms
                 "steady_step_ms": step, "num_parallel_workers": {"effective": workers}, "arm": name, "run": name,
                 "operator_settings": {key: workers}, "dataset_sha256": "d",
                 **({"autotune": autotune} if autotune else {})})
-            self.diagnosis = {"advisor": {"pick": {key: 2}}, "peers": readings} if readings else None
+            self.diagnosis = make_diagnosis(advisor={"pick": {key: 2}}, peers=readings) if readings else None
 
     ours = {"tool": peers.OURS, "operator": "Map #3 [Decode]", "key": key, "knob": "workers",
             "advice": f"set {key}=2", "settings": {key: 2}}

@@ -3,7 +3,7 @@
 from dataclasses import replace
 
 import pandas as pd
-from records import make_summary
+from records import make_diagnosis, make_summary
 
 from perfstudy.decide import advisor, scenarios
 from perfstudy.decide.arm import Arm
@@ -25,7 +25,7 @@ def _advice():
 def _arm(name, role, workers, step, answer=None, advice=None, bound="input"):
     summary = {"scenario": {"name": "s", "role": role, "truth": "s", "key": KEY},
                "operator_settings": {KEY: workers}, "steady_step_ms": step, "arm": name, "run": name}
-    diagnosis = None if answer is None else {"recommendation": answer, "advisor": advice, "bound": bound}
+    diagnosis = None if answer is None else make_diagnosis(recommendation=answer, advisor=advice, bound=bound)
     return Arm(name, make_summary(summary), pd.DataFrame(), diagnosis)
 
 

@@ -79,35 +79,35 @@ def _verified(summary_, windows):
 
 def test_the_measurement_overrules_a_promise_it_does_not_keep():
     base = summary()
-    model = diagnosis.diagnose(base, steps())["recommendation"]
-    assert model["action"] == "set_workers" and not model["verified"]  # the model promises 2 workers
-    promised = model["predicted_step_ms"]
+    model = diagnosis.diagnose(base, steps()).recommendation
+    assert model.action == "set_workers" and not model.verified  # the model promises 2 workers
+    promised = model.predicted_step_ms
     key = "pipeline.num_parallel_workers"
     answer = diagnosis.diagnose(_verified(base, [
         window({key: 1}, 4000.0, role="current", predicted=4000.0),
-        window({key: 2}, 3900.0, predicted=promised)]), steps())["recommendation"]
-    assert answer["verified"] and answer["action"] in ("cannot_help", "none")
-    assert answer["settings"] == canonical(model["model_answer"]["settings"]) or answer["changes"] == {}
-    assert answer["sentence"].startswith("No setting helps (measured)")
-    assert f"{promised:.0f} ms" in answer["sentence"]  # what the model had promised, quoted
+        window({key: 2}, 3900.0, predicted=promised)]), steps()).recommendation
+    assert answer.verified and answer.action in ("cannot_help", "none")
+    assert answer.settings == canonical(model.model_answer.settings) or answer.changes == {}
+    assert answer.sentence.startswith("No setting helps (measured)")
+    assert f"{promised:.0f} ms" in answer.sentence  # what the model had promised, quoted
     kept = diagnosis.diagnose(_verified(base, [
         window({key: 1}, 4000.0, role="current", predicted=4000.0),
-        window({key: 2}, 2500.0, predicted=promised)]), steps())["recommendation"]
-    assert kept["action"] == "set_workers" and kept["changes"] == {key: 2}
-    assert kept["verified_step_ms"] == 2500.0 and kept["verified_now_ms"] == 4000.0
-    assert "measured 2500 ms per step against 4000 ms" in kept["sentence"]
-    assert f"predicted {promised:.0f} ms" in kept["sentence"]
-    assert [r["role"] for r in kept["verification"]["rows"]] == ["current", "candidate"]
+        window({key: 2}, 2500.0, predicted=promised)]), steps()).recommendation
+    assert kept.action == "set_workers" and kept.changes == {key: 2}
+    assert kept.verified_step_ms == 2500.0 and kept.verified_now_ms == 4000.0
+    assert "measured 2500 ms per step against 4000 ms" in kept.sentence
+    assert f"predicted {promised:.0f} ms" in kept.sentence
+    assert [r["role"] for r in kept.verification["rows"]] == ["current", "candidate"]
 
 
 def test_a_gain_the_model_missed_is_found_by_measuring():
     base = summary(steady=2000.0, workers=2, pipeline_wall=1900.0)  # the model: nothing helps
-    model = diagnosis.diagnose(base, steps())["recommendation"]
-    assert model["action"] != "set_workers"
+    model = diagnosis.diagnose(base, steps()).recommendation
+    assert model.action != "set_workers"
     key = "pipeline.num_parallel_workers"
     answer = diagnosis.diagnose(_verified(base, [
-        window({key: 2}, 2000.0, role="current"), window({key: 1}, 1500.0)]), steps())["recommendation"]
-    assert answer["action"] == "set_workers" and answer["changes"] == {key: 1}
+        window({key: 2}, 2000.0, role="current"), window({key: 1}, 1500.0)]), steps()).recommendation
+    assert answer.action == "set_workers" and answer.changes == {key: 1}
 
 
 def test_operator_kinds_come_from_the_probe():
@@ -142,9 +142,9 @@ def test_a_gain_within_the_noise_is_unresolved_and_keeps_the_setting():
     key = "pipeline.num_parallel_workers"
     answer = diagnosis.diagnose(_verified(base, [window({key: 1}, 4000.0, role="current"),
                                                  window({key: 2}, 3000.0, rse=0.25)]), steps())
-    rec = answer["recommendation"]
-    assert rec["action"] == "unresolved" and rec["changes"] == {} and rec["verified"]
-    assert rec["sentence"].startswith("Unresolved (measured)") and "verify.budget_share" in rec["sentence"]
+    rec = answer.recommendation
+    assert rec.action == "unresolved" and rec.changes == {} and rec.verified
+    assert rec.sentence.startswith("Unresolved (measured)") and "verify.budget_share" in rec.sentence
 
 
 def test_the_slow_operators_other_mode_is_measured_even_where_the_model_sees_nothing_in_it():
@@ -174,8 +174,8 @@ def test_without_an_own_window_the_runs_measured_window_is_the_reference():
     key = "pipeline.num_parallel_workers"
     base = edited(summary(), step_ms={"p10": 3900.0, "p90": 4100.0, "median": 4000.0, "mean": 4000.0})
     own = {**window({key: 1}, 4000.0, role="current"), "main_window": True, "steps_measured": 28}
-    rec = diagnosis.diagnose(_verified(base, [own, window({key: 2}, 2500.0)]), steps())["recommendation"]
-    assert rec["action"] == "set_workers" and rec["verification"]["unrepresentative"] is None
+    rec = diagnosis.diagnose(_verified(base, [own, window({key: 2}, 2500.0)]), steps()).recommendation
+    assert rec.action == "set_workers" and rec.verification["unrepresentative"] is None
 
 
 def test_short_windows_that_disagree_with_the_runs_own_window_decide_nothing():
@@ -184,10 +184,10 @@ def test_short_windows_that_disagree_with_the_runs_own_window_decide_nothing():
     key = "pipeline.num_parallel_workers"
     base = edited(summary(), step_ms={"p10": 3900.0, "p90": 4100.0, "median": 4000.0, "mean": 4000.0})
     windows = [window({key: 1}, 2800.0, role="current"), window({key: 2}, 2000.0)]
-    rec = diagnosis.diagnose(_verified(base, windows), steps())["recommendation"]
-    assert rec["action"] == "unresolved" and rec["changes"] == {}
-    assert rec["verification"]["unrepresentative"] == pytest.approx(-0.3)
-    assert "had not reached the steady state" in rec["sentence"]
+    rec = diagnosis.diagnose(_verified(base, windows), steps()).recommendation
+    assert rec.action == "unresolved" and rec.changes == {}
+    assert rec.verification["unrepresentative"] == pytest.approx(-0.3)
+    assert "had not reached the steady state" in rec.sentence
     agreeing = [window({key: 1}, 3950.0, role="current"), window({key: 2}, 2500.0)]
-    assert diagnosis.diagnose(_verified(base, agreeing), steps())["recommendation"]["action"] == "set_workers"
+    assert diagnosis.diagnose(_verified(base, agreeing), steps()).recommendation.action == "set_workers"
     assert verification.reference(edited(base, steps_measured=1)) is None

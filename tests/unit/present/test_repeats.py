@@ -2,6 +2,7 @@
 
 import copy
 import shutil
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -89,8 +90,8 @@ def test_one_repeat_has_no_repeats_section(tmp_path):
 
 
 def _answer_in(run, changes, gain):
-    run.diagnosis = copy.deepcopy(run.diagnosis)
-    run.diagnosis["recommendation"].update(changes=changes, measured_gain=gain)
+    run.diagnosis = replace(run.diagnosis, recommendation=replace(
+        run.diagnosis.recommendation, changes=changes, measured_gain=gain))
     return run
 
 

@@ -8,7 +8,7 @@ import pytest
 import yaml
 from conftest import PYTHON, REPO
 from omegaconf import OmegaConf
-from records import make_summary
+from records import make_diagnosis, make_summary
 
 from perfstudy.common.config import config_hash
 from perfstudy.common.io import read_json, write_json
@@ -83,7 +83,7 @@ def test_the_verdict_line_says_how_to_decode_less_for_the_pipeline_it_is(factory
     rec = {"action": "none", "culprit_label": "Map #2 [RandomCropDecodeResize, RandAugment]",
            "culprit_kind": "decode", "verified": True, "remedies": [], "prepared_prediction": None}
     arm = Arm("mindcv_resnet50", make_summary({"factories": {"pipeline": factory}, "steady_step_ms": 2013.0}),
-              pd.DataFrame(), {"bound": "cpu", "recommendation": rec, "advisor": {}})
+              pd.DataFrame(), make_diagnosis(bound="cpu", recommendation=rec, advisor={}))
     line = verdict_line(arm, None)
     assert f"do: keep the settings (measured); {words}" in line
     assert line.startswith("mindcv_resnet50: cpu-bound; culprit Map #2 [RandomCropDecodeResize, …]")

@@ -5,7 +5,7 @@ from dataclasses import replace
 
 import pandas as pd
 import pytest
-from records import as_dict, edited, make_summary
+from records import as_dict, edited, make_diagnosis, make_summary
 
 from perfstudy.common.config import compose_run_config, flatten, to_container
 from perfstudy.present import mlflow_fields, mlflow_store, tracking
@@ -211,8 +211,8 @@ def test_an_arm_run_spans_its_training_and_describes_its_verdict(tmp_path, store
     run = client.get_run(_log(client, exp, parent, run_dir, steps, summary)["run_id"])
     assert run.info.start_time == int((1_700_000_000 - 2.0) * 1000)  # from the graph compile
     assert run.info.end_time == int((1_700_000_000 + 5 * 0.1 + 0.1) * 1000)  # to the last step's end
-    diagnosis = {"bound": "cpu", "headline": "CPU-bound: the CPUs are full.",
-                 "recommendation": {"sentence": "Keep the pipeline as it is."}}
+    diagnosis = make_diagnosis(bound="cpu", headline="CPU-bound: the CPUs are full.",
+                               recommendation={"sentence": "Keep the pipeline as it is."})
     text = mlflow_fields.run_description(summary, diagnosis)
     assert text.startswith("**cpu-bound.** CPU-bound: the CPUs are full.")
     assert "**Recommendation:** Keep the pipeline as it is." in text

@@ -150,11 +150,11 @@ def test_a_mindcv_training_is_diagnosed_and_its_candidates_measured_by_address(t
     cfg = compose_run_config(["experiment=mindcv_mobilenet", "size=smoke", f"paths.results={tmp_path}",
                               "verify.candidates=2", "pipeline.workers.map_2=1"])
     summary = train.run(cfg, propose=analysis.propose)
-    assert summary["operator_settings"]["pipeline.workers.map_2"] == 1
-    probed = summary["calibration"]["operators"]  # the mixed map (RandAugment among C++ ops)
+    assert summary.operator_settings["pipeline.workers.map_2"] == 1
+    probed = summary.calibration.operators  # the mixed map (RandAugment among C++ ops)
     assert [p["config_key"] for p in probed] == ["pipeline.workers.map_2"]
     assert "RandAugment" in probed[0]["operation"]
-    windows = summary["verification"]["windows"]
+    windows = summary.verification["windows"]
     assert windows[0]["role"] == "current" and len(windows) >= 2
     for window in windows:
         assert window["settings"] and all(k.startswith("pipeline.workers.") for k in window["settings"])

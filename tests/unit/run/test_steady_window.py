@@ -13,9 +13,9 @@ import pandas as pd
 import pytest
 from conftest import PYTHON, REPO
 
-from perfstudy.common.io import read_json
 from perfstudy.common.thresholds import NOT_STEADY
 from perfstudy.decide.decision import validity
+from perfstudy.run.summary import RunSummary, read_summary
 
 pytestmark = [pytest.mark.slow, pytest.mark.serial]  # the buffered batches depend on the host's pace
 MAX_SMOKE_STEPS = 200  # a smoke-size window must not need hundreds of steps
@@ -25,7 +25,7 @@ BUFFERED = ["pipeline.extra_transform=perfstudy.run.transforms:Sleep",
             "+pipeline.batch_transform_args.seconds=8"]
 
 
-def _train(out, steps: int) -> tuple[dict, float]:
+def _train(out, steps: int) -> tuple[RunSummary, float]:
     result = subprocess.run(
         [PYTHON, str(REPO / "scripts" / "train.py"), "size=smoke", "profiler=off", "verify.candidates=0", *BUFFERED,
          f"trainer.steps={steps}", f"paths.results={out}", "arm=buffered"],
@@ -34,13 +34,13 @@ def _train(out, steps: int) -> tuple[dict, float]:
     run = out / "runs" / "adhoc" / "buffered"
     frame = pd.read_csv(run / "steps.csv")
     measured = frame[frame["phase"] == "measured"]
-    return read_json(run / "summary.json"), float((measured["fwd_bwd_ms"] + measured["tail_ms"]).median())
+    return read_summary(run), float((measured["fwd_bwd_ms"] + measured["tail_ms"]).median())
 
 
 def test_the_steps_advised_for_a_steady_window_give_one(tmp_path):
     summary, compute_ms = _train(tmp_path, 8)
     check = validity(summary, compute_ms)
-    assert not check["steady"], f"{summary['steady_step_ms']:.0f} ms against {summary['input_floor_ms']:.0f}"
+    assert not check["steady"], f"{summary.steady_step_ms:.0f} ms against {summary.input_floor_ms:.0f}"
     assert check["buffered_batches"] >= 6  # ~8.5 s before the window at ~600 ms per batch
     needed = check["steps_needed"]
     assert needed is not None and needed <= MAX_SMOKE_STEPS, check["sentence"]
@@ -50,4 +50,4 @@ def test_the_steps_advised_for_a_steady_window_give_one(tmp_path):
     again = validity(summary, compute_ms)
     assert again["steady"], again.get("sentence")
     assert again["steady_vs_floor"] >= NOT_STEADY
-    assert summary["steps_excluded_by_phase"].get("drain", 0) >= 1  # the drain rule found the buffer's end
+    assert summary.steps_excluded_by_phase.get("drain", 0) >= 1  # the drain rule found the buffer's end

@@ -1,0 +1,108 @@
+"""The arm's answer (diagnosis.json's `recommendation`), and the diagnosis that carries it.
+
+`Recommendation` is made by perfstudy.decide.decision.decide only; every other stage presents
+it (the headline, the report's verdict line, MLflow's tags). `Diagnosis` is diagnosis.json,
+made by perfstudy.decide.diagnosis.diagnose and completed by perfstudy.decide.analysis
+(the profiled window, the peer tools' readings); written and read back here only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from perfstudy.common.records import doc, read_record, write_record
+
+FILE = "diagnosis.json"
+ACTIONS = ("set_workers", "cannot_help", "none", "unresolved", "not_steady")
+
+
+@dataclass(frozen=True)
+class ModelAnswer:
+    """What the what-if model alone would have answered, before any measurement."""
+
+    action: str
+    settings: dict[str, Any]
+    predicted_step_ms: float
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    """One answer per arm: the verdict, the culprit, the setting and its predicted step."""
+
+    validity: dict[str, Any] = doc("is the measured window a steady state (decision.validity)")
+    measured_step_ms: float = doc("the run's steady step")
+    predicted_now_ms: float = doc("the model's step at the run's own setting")
+    source: str = doc("what the model was built from: profile | calibration")
+    bound: str = doc("input | cpu | compute | not_steady")
+    action: str = doc("set_workers | cannot_help | none | unresolved | not_steady")
+    settings: dict[str, Any] = doc("the recommended operator settings (all sized keys)")
+    predicted_step_ms: float = doc("the model's step at the recommended settings")
+    sentence: str = doc("the answer in one paragraph")
+    changes: dict[str, Any] = doc("the settings that differ from the run's own", default_factory=dict)
+    predicted_gain: float | None = doc("the model's gain at the recommended settings "
+                                       "(None: no verdict)", default=None)
+    culprit_key: str | None = doc("the config key of the culprit operator", default=None)
+    culprit_label: str | None = doc("the culprit as the profile names it", default=None)
+    culprit_kind: str | None = doc("decode | python | waits | computes", default=None)
+    culprit_swing: dict[str, Any] | None = doc("when the CPUs bind: how much the culprit's own "
+                                               "setting moves the predicted step", default=None)
+    queue_rule_culprit: str | None = doc("MindInsight's queue rule's operator, as evidence",
+                                         default=None)
+    workers: int | None = doc("the culprit's recommended workers (set_workers only)", default=None)
+    remedies: list[str] = doc("what would help, by the culprit's kind", default_factory=list)
+    prepared_prediction: dict[str, Any] | None = doc(
+        "the step predicted on the source prepared at the bounded resolution", default=None)
+    verified: bool = doc("the answer was decided by the verification windows", default=False)
+    model_answer: ModelAnswer | None = doc("the model's own answer, before measurement",
+                                           default=None)
+    verification: dict[str, Any] | None = doc("the verification's verdict and its windows",
+                                               default=None)
+    verified_now_ms: float | None = doc("the run's own setting, measured", default=None)
+    verified_step_ms: float | None = doc("the chosen setting, measured", default=None)
+    measured_gain: float | None = doc("own / chosen measured step - 1", default=None)
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    """One arm's diagnosis (diagnosis.json): the evidence, and the answer decided from it."""
+
+    SCHEMA_VERSION = 1
+    KIND = "diagnosis (diagnosis.json)"
+    RERUN = ("analyse that arm again with this code (snakemake --cores all --forcerun analyze), "
+             "or retrain it (--forcerun train)")
+
+    arm: str = doc("the arm")
+    study: str = doc("the study")
+    bound: str = doc("the verdict: input | cpu | compute | not_steady (the recommendation's)")
+    headline: str = doc("the verdict in one sentence")
+    input_bound: dict[str, Any] = doc("the gap share, its band and the bands' thresholds")
+    culprit: dict[str, Any] = doc("the culprit operator and the evidence for it")
+    queue_rule: dict[str, Any] | None = doc("MindInsight's queue rule's operator (None: none)")
+    cpu: dict[str, Any] = doc("cores, host and process CPU, per-operator CPU, the CPU floor")
+    recommendation: Recommendation = doc("the answer (perfstudy.decide.decision.decide)")
+    compute_ms: float = doc("median forward+backward+tail of the measured steps")
+    iterator_wait: dict[str, Any] = doc("MindData's per-batch wait over the profiled window")
+    cross_check: dict[str, Any] = doc("op timeline against the host timers")
+    profiled: bool = doc("a dataset profile was read")
+    profiler_effect: dict[str, Any] | None = doc("profiled steps against the unprofiled ones")
+    advisor: dict[str, Any] = doc("the what-if model: stages, predictions, pick, role")
+    window: dict[str, Any] | None = doc("the profiled window (time.time() clock)", default=None)
+    sampling_interval_ms: int | None = doc("MindData's sampling interval", default=None)
+    peers: dict[str, Any] | None = doc("the peer tools' readings of this run "
+                                       "(perfstudy.decide.peers)", default=None)
+
+    def completed(self, **fields: Any) -> Diagnosis:
+        """The same diagnosis with the fields the analysis adds (window, peers, ...)."""
+        return replace(self, **fields)
+
+
+def write_diagnosis(run_dir: str | Path, diagnosis: Diagnosis) -> Path:
+    """Write `run_dir`/diagnosis.json."""
+    return write_record(Path(run_dir) / FILE, diagnosis)
+
+
+def read_diagnosis(run_dir: str | Path) -> Diagnosis:
+    """Read `run_dir`/diagnosis.json (refused, in one sentence, if another schema version)."""
+    return read_record(Path(run_dir) / FILE, Diagnosis)
