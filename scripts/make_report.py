@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from perfstudy.common import config
-from perfstudy.decide import claims
+from perfstudy.decide import claims_file, scorecard
 from perfstudy.decide.arm import load_arm
 from perfstudy.orchestrate.cli import UserError, main_guard, setup_logging
 from perfstudy.present import history, mlflow_fields, mlflow_store, report, sentences
@@ -46,7 +46,7 @@ def main() -> None:
                         help="the study's claims file (YAML); none: the report has no scorecard")
     args = parser.parse_args()
     setup_logging()
-    spec = claims.load(args.claims) if args.claims else None  # a bad file fails before any work
+    spec = claims_file.load(args.claims) if args.claims else None  # a bad file fails before any work
     arms = []
     for name in args.arms:
         run_dir = Path(args.runs_dir) / name
@@ -65,9 +65,9 @@ def main() -> None:
                             "two configs in one report.")
         arms.append(arm)
     # decided first (decide/), then drawn (present/): the report renders the scored card
-    card = claims.scorecard(spec, [a for a in arms if a.summary.repeat == 1], arms,
+    card = scorecard.make(spec, [a for a in arms if a.summary.repeat == 1], arms,
                             _history(args, spec, arms))
-    claims.write_scorecard(args.out, card)
+    scorecard.write(args.out, card)
     paths = report.build(args.study, arms, args.out, card)
     for arm in arms:
         log.info(sentences.verdict(arm, arms[0] if arms[0].name == "baseline" else None))

@@ -53,12 +53,12 @@ def edited(summary: RunSummary, **fields: Any) -> RunSummary:
 def render_report(study: str, runs: list, out, spec: dict[str, Any] | None = None) -> dict:
     """What scripts/make_report.py does: score the claims (decide/), write scorecard.json,
     then draw the report (present/); returns the report's paths and the scorecard's."""
-    from perfstudy.decide import claims
+    from perfstudy.decide import scorecard
     from perfstudy.present import report
 
-    card = claims.scorecard(spec, [r for r in runs if r.summary.repeat == 1], runs)
-    scorecard = claims.write_scorecard(out, card)
-    return {**report.build(study, runs, out, card), "scorecard": scorecard}
+    card = scorecard.make(spec, [r for r in runs if r.summary.repeat == 1], runs)
+    card_path = scorecard.write(out, card)
+    return {**report.build(study, runs, out, card), "scorecard": card_path}
 
 
 BASE_RECOMMENDATION: dict[str, Any] = {

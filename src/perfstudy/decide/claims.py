@@ -20,19 +20,12 @@ arm at the advisor's pick), is `not scored` with the reason, never passed.
 from __future__ import annotations
 
 import copy
-import json
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
-import jsonschema
 import numpy as np
 import pandas as pd
-import yaml
 
-from perfstudy.common.config import ConfigError
-from perfstudy.common.io import write_json
-from perfstudy.common.provenance import REPO_ROOT
 from perfstudy.common.thresholds import pct
 from perfstudy.decide import pick, remedy
 from perfstudy.decide.advisor import predict
@@ -192,67 +185,10 @@ def fmt(value: Any, kind: str) -> str:
     return str(value)
 
 
-SCHEMA = REPO_ROOT / "docs" / "schemas" / "claims.schema.json"
 
 
-def _problem(error, schema: dict[str, Any]) -> str:
-    """One jsonschema error as the part of a sentence that says what is wrong and the fix."""
-    props = schema["$defs"]["claim"]["properties"]
-    if error.validator == "required":
-        key = error.message.split("'")[1]
-        if key in ("against", "truth"):
-            return f"needs `{key}:` ({props[key]['description']})"
-        return f"has no `{key}`; add it"
-    if error.validator == "additionalProperties":
-        known = set(error.schema.get("properties", {}))
-        unknown = sorted(set(error.instance) - known)
-        return f"has unknown key(s) {unknown}; the keys are {sorted(known)}"
-    if error.validator == "anyOf":
-        return "has no bound; add at_least, at_most or equals"
-    field = error.path[-1] if error.path else None
-    if field == "metric":
-        return f"has unknown metric {error.instance!r}; use one of {sorted(METRICS)}"
-    if field in ("at_least", "at_most"):
-        return (f"has {field}: {error.instance!r}, not a number; write a number (shares and "
-                "errors as fractions, e.g. 0.5)")
-    if field is not None:
-        wanted = props.get(field, {}).get("description", error.message)
-        return f"has {field}: {error.instance!r}, which should be {wanted}"
-    return error.message
 
 
-def load(path: str | Path) -> dict[str, Any]:
-    """The claims file, validated by its JSON Schema (docs/schemas/claims.schema.json); any
-    problem is one ConfigError sentence naming the file, the claim and the fix."""
-    path = Path(path)
-    try:
-        data = yaml.safe_load(path.read_text())
-    except OSError as exc:
-        raise ConfigError(f"The claims file {path} cannot be read ({exc.strerror}); fix the "
-                          "study's `claims:` path or remove it.") from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"The claims file {path} is not valid YAML ({str(exc).splitlines()[0]}); "
-                          "fix it.") from None
-    if not isinstance(data, dict) or not isinstance(data.get("claims"), list):
-        raise ConfigError(f"The claims file {path} needs a `claims:` list; see workflow/claims/"
-                          "seed_case.yaml for the format.")
-    schema = json.loads(SCHEMA.read_text())
-    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(data))
-    if error is not None:
-        where = f"The claims file {path}"
-        if len(error.path) >= 2 and error.path[0] == "claims":
-            claim = data["claims"][error.path[1]]
-            name = claim.get("id") if isinstance(claim, dict) else None
-            where = f"The claim {name or error.path[1] + 1!r} of {path}"
-            if not isinstance(claim, dict):
-                raise ConfigError(f"{where} is not a mapping; write it as `- id: ..., metric: ...`.")
-        raise ConfigError(f"{where} {_problem(error, schema)}.")
-    ids = [c["id"] for c in data["claims"]]
-    repeated = sorted({i for i in ids if ids.count(i) > 1})  # beyond what a JSON Schema says
-    if repeated:
-        raise ConfigError(f"The claims file {path} repeats the id(s) {repeated}; give each claim "
-                          "its own.")
-    return data
 
 
 def _check_text(claim: dict[str, Any], kind: str) -> str:
@@ -395,101 +331,15 @@ def headline(results: list[dict[str, Any]], arms: list) -> str:
     return text + "."
 
 
-def _margin(claim: dict[str, Any], value: float) -> float:
-    """How far a value sits from the nearest numeric bound (inf without one)."""
-    return min((abs(value - claim[b]) for b in ("at_least", "at_most") if b in claim),
-               default=float("inf"))
 
 
-def scorecard(spec: dict[str, Any] | None, arms: list, runs: list | None = None,
-              history: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The study's scorecard, decided before any report is drawn.
-
-    Args:
-        spec: the claims file (load); None: nothing is scored, and the card says so.
-        arms: the study's arms (first repeat); runs: every repeat (None: the arms only).
-        history: the study's earlier recorded runs (perfstudy.present.history.read), or None.
-
-    Returns:
-        The card: headline, title, each claim's result (score), and its history.
-    """
-    card = score(spec or {"claims": []}, arms, runs)
-    if history is not None and card["claims"]:
-        card = with_history(card, spec, history, history["machine"])
-    return card
 
 
-def write_scorecard(out_dir: str | Path, card: dict[str, Any]) -> Path:
-    """scorecard.json in the report folder (the output contract's path)."""
-    return write_json(Path(out_dir) / "scorecard.json", card)
 
 
-def with_history(card: dict[str, Any], spec: dict[str, Any], history: dict[str, Any],
-                 machine: str) -> dict[str, Any]:
-    """Each claim's line across the study's recorded runs (perfstudy.present.history.read):
-    how often it held on this machine kind, this run included, and whether it is fragile: its
-    verdict changed across the runs, or its margin to the bound is inside the spread of its
-    values across them (a single run can be marked so, from the store's earlier runs)."""
-    records = history.get("records") or []
-    mine = [r for r in records if r["machine"] == machine]
-    others = len(records) - len(mine)
-    by_id = {c["id"]: c for c in spec["claims"]}
-    card = {**card, "history": {"runs": len(mine) + 1, "machine": machine, "other_machines": others,
-                                "error": history.get("error")}}
-    fragile = []
-    for entry in card["claims"]:
-        if entry["result"] == "not scored":
-            continue
-        past = [r["claims"][entry["id"]] for r in mine if r["claims"].get(entry["id"], {}).get("result")]
-        results = [p["result"] for p in past] + [entry["result"]]
-        held, runs = results.count("holds"), len(results)
-        text = (f"held in {held} of {runs} runs on this machine kind" if runs > 1
-                else "the first recorded run on this machine kind")
-        if others:
-            text += f" ({others} run(s) on other machine kinds not counted)"
-        line = {"runs": runs, "held": held, "text": text, "fragile": False}
-        numeric = isinstance(entry.get("measured"), (int, float)) and not isinstance(entry["measured"], bool)
-        if runs > 1 and len(set(results)) > 1:
-            line.update(fragile=True, why=f"its verdict changed across the runs ({', '.join(results)})")
-        elif numeric:
-            values = [p["value"] for p in past if p.get("value") is not None] + [float(entry["measured"])]
-            low, high = entry.get("interval") or (entry["measured"], entry["measured"])
-            spread = max(max(values) - min(values), high - low)
-            margin = _margin(by_id[entry["id"]], float(entry["measured"]))
-            line.update(values=values, spread=spread, margin=margin)
-            if len(values) > 1 and margin < spread:
-                kind = METRICS[entry["metric"]][1]
-                line.update(fragile=True, why=(f"its margin to the bound ({_delta(margin, kind)}) is "
-                                               f"inside the spread across the runs ({_delta(spread, kind)})"))
-        if line["fragile"]:
-            line["text"] += f"; fragile: {line['why']}"
-            fragile.append(entry["id"])
-        entry["history"] = line
-    card["fragile"] = fragile
-    if fragile:
-        card["headline"] += (f" Fragile across the {len(mine) + 1} recorded runs on this machine "
-                             f"kind: {', '.join(fragile)}.")
-    return card
 
 
-def _delta(value: float, kind: str) -> str:
-    return f"{100 * value:.1f} points" if kind == "percent" else f"{value:.2f}" + ("x" if kind == "times" else "")
 
 
-def markdown(card: dict[str, Any]) -> str:
-    """The scorecard as a Markdown table (the parent MLflow run's description)."""
-    rows = ["| claim | published | measured | check | result | across runs |",
-            "|---|---|---|---|---|---|"]
-    for r in card["claims"]:
-        rows.append(f"| {r['claim']} ({r['arm']}) | {r['published_text']} | {r['measured_text']} | "
-                    f"{r['check']} | {r['result']} | {(r.get('history') or {}).get('text', '-')} |")
-    return f"**{card['headline']}**\n\n" + "\n".join(rows)
 
 
-def claims_path(study: str, configured: str | None, workflow_dir: str | Path) -> Path | None:
-    """The study's claims file: its `claims:` key (relative to the workflow folder), else
-    workflow/claims/<study>.yaml when it exists, else None (no scorecard)."""
-    if configured:
-        return Path(workflow_dir) / configured
-    default = Path(workflow_dir) / "workflow" / "claims" / f"{study}.yaml"
-    return default if default.is_file() else None

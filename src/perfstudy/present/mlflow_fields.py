@@ -57,7 +57,7 @@ def run_description(summary: RunSummary, diagnosis: Diagnosis | None) -> str:
 
 def scorecard_tags(card: dict[str, Any]) -> dict[str, str]:
     """The study's claims as parent-run tags (one per claim) and its description (the table)."""
-    from perfstudy.decide.claims import markdown
+    from perfstudy.decide.scorecard import markdown
 
     tags = {f"{TAG}claims": card["headline"],
             "mlflow.note.content": (markdown(card) if card["claims"] else card["headline"])

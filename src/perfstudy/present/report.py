@@ -22,7 +22,7 @@ def build(study: str, runs: list[Arm], out_dir: str | Path, card: dict[str, Any]
         runs: every run of the study; the detailed sections show each arm's first repeat, the
             repeats section all of them.
         out_dir: the report folder.
-        card: the study's claims, already scored (perfstudy.decide.claims.scorecard; one
+        card: the study's claims, already scored (perfstudy.decide.scorecard.make; one
             without claims says nothing is scored).
 
     Returns:

@@ -10,7 +10,7 @@ from records import render_report
 
 from perfstudy.common.config import ConfigError
 from perfstudy.common.io import read_json
-from perfstudy.decide import claims
+from perfstudy.decide import claims, claims_file
 from perfstudy.decide.arm import load_arm
 from perfstudy.present import sentences
 
@@ -28,7 +28,7 @@ def _by_id(card):
 
 
 def test_the_case_study_claims_are_scored_from_the_measured_arms(arms):
-    card = claims.score(claims.load(SEED_CLAIMS), arms)
+    card = claims.score(claims_file.load(SEED_CLAIMS), arms)
     base, tuned = (a.summary for a in arms)
     got = _by_id(card)
     assert got["baseline_input_bound"]["measured"] == pytest.approx(base.gap_share)
@@ -54,7 +54,7 @@ def test_the_case_study_claims_are_scored_from_the_measured_arms(arms):
 
 
 def test_a_claim_that_does_not_hold_is_failed_and_named_in_the_headline(arms):
-    spec = claims.load(SEED_CLAIMS)
+    spec = claims_file.load(SEED_CLAIMS)
     next(c for c in spec["claims"] if c["id"] == "tuned_faster")["at_least"] = 4.98  # the article's
     card = claims.score(spec, arms)
     assert _by_id(card)["tuned_faster"]["result"] == "does not hold"
@@ -84,13 +84,13 @@ def test_a_bad_claims_file_is_one_sentence_naming_the_claim(tmp_path, text, word
     path = tmp_path / "claims.yaml"
     path.write_text(text)
     with pytest.raises(ConfigError) as err:
-        claims.load(path)
+        claims_file.load(path)
     assert words in str(err.value) and str(path) in str(err.value)
     assert "\n" not in str(err.value)
 
 
 def test_the_report_opens_with_the_scorecard_and_writes_scorecard_json(arms, tmp_path):
-    paths = render_report("seed_case", arms, tmp_path, claims.load(SEED_CLAIMS))
+    paths = render_report("seed_case", arms, tmp_path, claims_file.load(SEED_CLAIMS))
     card = read_json(paths["scorecard"])
     md = paths["md"].read_text()
     sections = [line for line in md.splitlines() if line.startswith("## ")]
@@ -111,9 +111,9 @@ def test_without_a_claims_file_the_report_says_nothing_is_scored(arms, tmp_path)
     paths = render_report("other", arms, tmp_path)
     assert read_json(paths["scorecard"])["claims"] == []
     assert "reproduce here" not in paths["md"].read_text()
-    assert claims.claims_path("other", "", REPO) is None
-    assert claims.claims_path("seed_case", "", REPO) == SEED_CLAIMS
-    assert claims.claims_path("x", "conf/mine.yaml", REPO) == REPO / "conf/mine.yaml"
+    assert claims_file.claims_path("other", "", REPO) is None
+    assert claims_file.claims_path("seed_case", "", REPO) == SEED_CLAIMS
+    assert claims_file.claims_path("x", "conf/mine.yaml", REPO) == REPO / "conf/mine.yaml"
 
 
 def test_make_report_refuses_a_bad_claims_file_before_any_work(tmp_path):
@@ -134,12 +134,12 @@ def test_every_shipped_claims_file_loads_and_belongs_to_a_study():
     files = sorted((REPO / "workflow" / "claims").glob("*.yaml"))
     assert files
     for path in files:
-        spec = claims.load(path)
+        spec = claims_file.load(path)
         assert path.stem in studies and spec["claims"] and spec["title"]
 
 
 def test_each_verdict_is_one_line_with_its_reasoning_one_click_away(arms, tmp_path):
-    paths = render_report("seed_case", arms, tmp_path, claims.load(SEED_CLAIMS))
+    paths = render_report("seed_case", arms, tmp_path, claims_file.load(SEED_CLAIMS))
     md = paths["md"].read_text()
     block = md.split("## Verdicts\n\n", 1)[1].split("\n\n", 1)[0].splitlines()
     lines = [line[2:] for line in block if line.startswith("- ")]
@@ -188,7 +188,7 @@ def test_the_scorecard_scores_every_repeat(arms):
             again.summary = replace(arm.summary, repeat=repeat,
                                     gap_share=share if arm.name == "tuned" else arm.summary.gap_share)
             runs.append(again)
-    card = claims.score(claims.load(SEED_CLAIMS), arms, runs)
+    card = claims.score(claims_file.load(SEED_CLAIMS), arms, runs)
     got = _by_id(card)
     assert card["repeats"] == 3 and got["tuned_faster"]["repeats"] == 3
     tuned = got["tuned_not_input_bound"]
@@ -201,7 +201,7 @@ def test_the_scorecard_scores_every_repeat(arms):
 def test_the_claims_schema_names_every_metric_the_scorer_knows():
     import json
 
-    schema = json.loads(claims.SCHEMA.read_text())
+    schema = json.loads(claims_file.SCHEMA.read_text())
     assert sorted(schema["$defs"]["claim"]["properties"]["metric"]["enum"]) == sorted(claims.METRICS)
     for path in (REPO / "workflow" / "claims").glob("*.yaml"):  # every shipped file is valid
-        assert claims.load(path)["claims"]
+        assert claims_file.load(path)["claims"]

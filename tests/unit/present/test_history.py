@@ -1,6 +1,6 @@
 """The study's history read back from a real SQLite store, and each claim judged across it."""
 
-from perfstudy.decide import claims
+from perfstudy.decide import claims, scorecard
 from perfstudy.present import history, mlflow_store, tracking
 
 SPEC = {"claims": [
@@ -55,7 +55,7 @@ def test_a_second_run_sees_the_first_and_a_straddling_claim_is_fragile(tmp_path)
     assert found["error"] is None and [r["stamp"] for r in found["records"]] == [1_000]
     assert found["records"][0]["claims"]["gap"] == {"result": "holds", "value": 0.027}
 
-    card = claims.with_history(_card(gap=0.136, fast=1.48), SPEC, found, MACHINE)
+    card = scorecard.with_history(_card(gap=0.136, fast=1.48), SPEC, found, MACHINE)
     by_id = {c["id"]: c["history"] for c in card["claims"]}
     assert card["history"]["runs"] == 2
     assert by_id["gap"]["text"].startswith("held in 1 of 2 runs on this machine kind; fragile")
@@ -69,7 +69,7 @@ def test_a_margin_inside_the_spread_across_runs_is_fragile_even_when_both_runs_h
     found = {"records": [{"stamp": 1, "machine": MACHINE,
                           "claims": {"gap": {"result": "holds", "value": 0.001},
                                      "fast": {"result": "holds", "value": 1.9}}}]}
-    card = claims.with_history(_card(gap=0.045, fast=1.06), SPEC, found, MACHINE)
+    card = scorecard.with_history(_card(gap=0.045, fast=1.06), SPEC, found, MACHINE)
     by_id = {c["id"]: c["history"] for c in card["claims"]}
     assert by_id["gap"]["fragile"] and "4.4 points" in by_id["gap"]["why"]  # spread 4.4, margin 0.5
     assert by_id["fast"]["fragile"] and "0.01x" in by_id["fast"]["why"]
@@ -87,7 +87,7 @@ def test_other_machine_kinds_and_other_configs_are_not_mixed_in(tmp_path):
 
     found = history.read(uri, "perfstudy/s", ctx, ["gap", "fast", "culprit"])
     assert [r["machine"] for r in found["records"]] == ["Intel Xeon, 16 CPUs"]
-    card = claims.with_history(_card(gap=0.01, fast=1.5), SPEC, found, MACHINE)
+    card = scorecard.with_history(_card(gap=0.01, fast=1.5), SPEC, found, MACHINE)
     gap = card["claims"][0]["history"]
     assert gap["runs"] == 1 and not gap["fragile"]
     assert gap["text"] == ("the first recorded run on this machine kind "
