@@ -16,7 +16,7 @@ from typing import Any
 import pandas as pd
 
 from perfstudy.common.thresholds import pct
-from perfstudy.decide.decision import prepared_step_at
+from perfstudy.decide.fixes import prepared_step_at
 
 CHANGES = ("what changes for training: each random crop is cut from the source downsized to the "
            "bounded resolution (never fewer pixels than the network's input; resampled with "

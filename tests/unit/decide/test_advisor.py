@@ -7,7 +7,7 @@ import pytest
 from records import make_summary, render_report
 
 from perfstudy.common.io import read_json
-from perfstudy.decide import advisor
+from perfstudy.decide import advisor, fixes
 from perfstudy.decide.arm import load_arm
 from perfstudy.run import settings
 from perfstudy.run.summary import read_summary
@@ -259,20 +259,19 @@ def test_without_a_profile_an_addressed_maps_operations_come_from_its_probe():
 
 
 def test_the_prepared_source_is_predicted_from_the_decode_cost_per_megapixel():
-    from perfstudy.decide import decision
 
     summary = {**_summary(cores=8), "dataset": {"mean_megapixels": 16.0, "bounded_megapixels": 0.016,
                                                 "bound_rule": "per image, the crop bound"}}
     ops = _ops(95.0, 95.0).assign(operations=["", "Decode", ""])
     advice = advisor.advise(make_summary(summary), ops)
-    predicted = decision.prepared_prediction(advice, make_summary(summary))
+    predicted = fixes.prepared_prediction(advice, make_summary(summary))
     # the map's 3040 CPU-ms per batch at 16 MP is 3.04 at 0.016 MP: the network's 500 ms binds
-    assert decision.prepared_step_at(predicted, {settings.PRIMARY_KEY: 1}) == pytest.approx(500.0, rel=0.02)
+    assert fixes.prepared_step_at(predicted, {settings.PRIMARY_KEY: 1}) == pytest.approx(500.0, rel=0.02)
     assert predicted["now"] == pytest.approx(500.0, rel=0.02)
     assert {r["binding"] for r in predicted["predictions"]} == {"network"}
-    assert decision.prepared_step_at(predicted, {settings.PRIMARY_KEY: 99}) is None
+    assert fixes.prepared_step_at(predicted, {settings.PRIMARY_KEY: 99}) is None
     # nothing decodes, or the source is already within the bound: no prediction
     typed = make_summary(summary)
-    assert decision.prepared_prediction(advisor.advise(typed, _ops(95.0, 95.0)), typed) is None
+    assert fixes.prepared_prediction(advisor.advise(typed, _ops(95.0, 95.0)), typed) is None
     within = {**summary, "dataset": {"mean_megapixels": 0.01, "bounded_megapixels": 0.01}}
-    assert decision.prepared_prediction(advisor.advise(make_summary(within), ops), make_summary(within)) is None
+    assert fixes.prepared_prediction(advisor.advise(make_summary(within), ops), make_summary(within)) is None

@@ -1,0 +1,232 @@
+"""The schema of one training run's config: a dataclass per config group, each field with the
+comment that says what it sets. Every YAML file in ``conf/`` is merged into them
+(perfstudy.common.config), so a misspelt key or a value of the wrong type fails when the config
+is composed, before any work starts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+
+@dataclass
+class DataConfig:
+    """Where images come from: a generated photo ImageFolder, or a user's own."""
+
+    name: str = "photos16mp"  # folder name under paths.data_root for generated data
+    path: Optional[str] = None  # a user's ImageFolder; None means: generate one
+    num_images: int = 160
+    num_classes: int = 4
+    image_width: int = 4608
+    image_height: int = 3456
+    jpeg_quality: int = 90
+    seed: int = 0
+    # Train on a derived dataset instead: the source re-encoded as JPEG at a bounded resolution
+    # in one MindRecord file (rule prepare_dataset), read with MindDataset; same images, labels
+    # and order. Decoding a smaller image costs less: the remedy for a decode-bound pipeline.
+    prepared: bool = False
+    # Short side of the prepared images in px. None: per image, the smallest side at which
+    # RandomCropDecodeResize's smallest crop is not upsampled (114 px for 4:3 photos at 32 px).
+    prepared_short_side: Optional[int] = None
+    prepared_quality: int = 90  # JPEG quality of the re-encoded images
+
+
+@dataclass
+class ModelConfig:
+    """The network, built by a factory (Hydra's `_target_` convention, docs/bring-your-own.md):
+    `_target_(num_classes=..., **args)` returns a mindspore.nn.Cell of NCHW images -> logits.
+    The default is the study's ResNet50 (bottleneck v1.5, as in the MindSpore ModelZoo)."""
+
+    _target_: str = "perfstudy.run.model.ResNet50"
+    name: str = "resnet50"  # how the report and MLflow name it
+    num_classes: int = 4  # set from data.num_classes by the size/experiment files
+    # the factory's own keyword arguments, e.g. {model_name: mobilenet_v3_small_100} for mindcv
+    args: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class PipelineConfig:
+    """The training input pipeline, built by a factory (Hydra's `_target_` convention,
+    docs/bring-your-own.md): `_target_(root, batch_size, image_size, seed, **args)` returns a
+    mindspore.dataset.Dataset of (image, label) batches. The default is the case study's own
+    (perfstudy.run.pipeline.case_study), which the keys from image_size to reader_workers size;
+    `workers`/`processes` re-size any pipeline's operators by address on the built tree."""
+
+    _target_: str = "perfstudy.run.pipeline.case_study"
+    # the factory's own keyword arguments (a user factory's; the case study's takes none)
+    args: dict[str, Any] = field(default_factory=dict)
+    # operator address (e.g. map_2: the pipeline's second map() counted from the source, as
+    # profile/pipeline.json lists them) -> num_parallel_workers, set on the built tree
+    workers: dict[str, int] = field(default_factory=dict)
+    # operator address -> python_multiprocessing of that map (its Python in worker processes)
+    processes: dict[str, bool] = field(default_factory=dict)
+    image_size: int = 32
+    batch_size: int = 32
+    # None: call map() without num_parallel_workers, i.e. MindSpore's default (the
+    # article's baseline). An int is passed as the article's fix did.
+    num_parallel_workers: Optional[int] = None
+    # The process-wide default MindSpore uses when map() gets no num_parallel_workers
+    # (mindspore.dataset.config.set_num_parallel_workers). None leaves MindSpore's own.
+    global_default_workers: Optional[int] = 1
+    # Capacity of each operator's output queue (mindspore.dataset.config.set_prefetch_size);
+    # None keeps MindSpore's default (16). It bounds how far the pipeline can run ahead.
+    prefetch_size: Optional[int] = None
+    shuffle: bool = True
+    drop_remainder: bool = True
+    # An extra map after the article's, for a transform of your own ("module:Class",
+    # built with extra_transform_args, applied to each image). The diagnosis then says
+    # whether it is the slow operator. perfstudy.run.transforms:Sleep is a stand-in for one.
+    extra_transform: str = ""
+    extra_transform_args: dict[str, Any] = field(default_factory=dict)
+    # None: map() without num_parallel_workers (MindSpore's process default).
+    extra_transform_workers: Optional[int] = None
+    # map(python_multiprocessing=...): run a Python transform in worker processes instead of
+    # threads (threads share the GIL: a transform that computes in Python does not scale).
+    extra_transform_multiprocessing: bool = False
+    # A map after batch() over whole batches ("module:Callable" applied to the image column
+    # of a batch, NCHW), e.g. a batch-level augmentation; with its own workers.
+    batch_transform: str = ""
+    batch_transform_args: dict[str, Any] = field(default_factory=dict)
+    batch_transform_workers: Optional[int] = None
+    batch_transform_multiprocessing: bool = False
+    # The source: 0 reads the ImageFolder with MindSpore's C++ reader; > 0 reads each file
+    # through a Python reader that waits this long first (a remote or slow file system).
+    reader_delay_ms: float = 0.0
+    # Workers of the source (the ImageFolder reader, or the Python reader); None: the default.
+    reader_workers: Optional[int] = None
+    # MindSpore's Dataset AutoTune: it changes workers and queue sizes while the measured
+    # steps run, starting from the settings above, and saves what it chose (autotune/ in the
+    # run folder). It cannot run with dataset profiling (profiler=off or full without dataset).
+    autotune: bool = False
+    # Steps between AutoTune's adjustments; 0 = after each epoch of the dataset.
+    autotune_interval: int = 0
+
+
+@dataclass
+class OptimizerConfig:
+    """Momentum SGD with a learning-rate schedule."""
+
+    name: str = "momentum"
+    lr: float = 0.001
+    momentum: float = 0.9
+    weight_decay: float = 1e-4
+    schedule: str = "cosine"  # constant | cosine | step
+    warmup_steps: int = 0  # linear lr warm-up (optimizer warm-up, not timing warm-up)
+    step_gamma: float = 0.1
+    step_every: int = 10
+    loss_scale: float = 1.0
+
+
+@dataclass
+class TrainerConfig:
+    """How long to train and which steps the timing summary leaves out."""
+
+    steps: int = 30
+    device_target: str = "CPU"  # CPU | GPU | Ascend
+    mode: str = "graph"  # graph | pynative
+    seed: int = 1
+    # Compile the graphs on a synthetic batch before the pipeline starts, so its queues do
+    # not fill during the compile. false reproduces the article's behaviour (the drain
+    # rule then drops the steps served from the compile-time buffer).
+    compile_first: bool = True
+    # Steps dropped after step 0 before the drain rule looks at the data queue.
+    warmup_steps: int = 1
+    min_measured_steps: int = 3
+    log_every: int = 5
+    calibration_steps: int = 3  # network-alone steps after training
+    calibration_batches: int = 6  # pipeline-alone batches (random crops vary: average more)
+
+
+@dataclass
+class ProfilerConfig:
+    """What is profiled besides the host step timers (see conf/profiler/*.yaml)."""
+
+    name: str = "off"  # off | light | full
+    # MindData (dataset) profiling: per-operator queue sizes, CPU, the iterator's waits.
+    dataset: bool = False
+    # MindSpore's op profiler: the kernel timeline, exported as a Chrome trace.
+    timeline: bool = False
+    # Which steps are profiled. "after": num_steps extra steps after the measured ones, on a
+    # second pipeline launched with the profilers, so they never touch the reported numbers
+    # (measured here: the tuned arm's profiled steps waited for data 2-3x as much); the
+    # report compares the two windows. "inline": profile the measured steps themselves,
+    # from start_step (None: the first step after warm-up) for num_steps (0: to the end).
+    placement: str = "after"
+    start_step: Optional[int] = None
+    num_steps: int = 8
+    # MindData's sampling interval (ms). 1000 costs nothing measurable; 100 costs ~10 %.
+    sampling_interval_ms: int = 1000
+
+
+@dataclass
+class VerifyConfig:
+    """The model proposes, a measurement decides: after the measured window (and the profile),
+    the training runs a short window on a freshly built pipeline at each of the model's best
+    `candidates` settings; the run's own setting is its measured window; the recommendation is
+    the best measured one."""
+
+    candidates: int = 2  # settings verified beside the run's own (0: no verification)
+    # also a short window at the run's own setting (a check that short windows read like the
+    # run's long one; one window more)
+    own_window: bool = False
+    warmup_steps: int = 0  # steps dropped after a window's step 0 (the graphs are warm)
+    min_steps: int = 3  # measured steps per window, at least (after start-up and warm-up)
+    max_steps: int = 10  # at most, when the steps keep varying
+    # a window ends once the standard error of its mean step is this share of the mean
+    target_rse: float = 0.03
+    # what the windows may cost, as a share of the training run before them (stated in the
+    # report; a window that would start past it is skipped, except the first two candidates)
+    budget_share: float = 0.25
+
+
+@dataclass
+class TrackingConfig:
+    """Where results are logged (MLflow)."""
+
+    # None: $MLFLOW_TRACKING_URI if set, else sqlite:///<paths.results>/mlflow/mlflow.db
+    uri: Optional[str] = None
+    experiment_prefix: str = "perfstudy"
+    # read the study's earlier recorded runs back for the scorecard (each claim's history)
+    history: bool = True
+
+
+@dataclass
+class PathsConfig:
+    """Output locations (see DESIGN.md's output contract)."""
+
+    results: str = "results"
+    data_root: str = "${paths.results}/data"
+    run_dir: str = "${paths.results}/runs/${study}/${run}"
+
+
+@dataclass
+class ScenarioConfig:
+    """Where a run sits in a diagnosis benchmark (study `scenarios`); empty elsewhere."""
+
+    name: str = ""  # the scenario whose sweep this run belongs to, or which it diagnoses
+    role: str = ""  # "diagnosed": the profiled run; "truth": one setting of the measured sweep;
+    # "peer": the scenario run by a peer tool (MindSpore's AutoTune)
+    truth: str = ""  # the diagnosed run's ground truth: the sweep of this scenario
+    key: str = ""  # the config key the sweep varies
+    held_out: bool = False  # kept out of any fitting of the advisor's model (a held-out check)
+
+
+@dataclass
+class RunConfig:
+    """One training run of one arm of one study."""
+
+    study: str = "adhoc"
+    arm: str = "adhoc"
+    repeat: int = 1  # k of the study's repeats: trains with seed trainer.seed + k - 1
+    run: str = "${arm}"  # the run's folder name: the arm, or <arm>.r<k> for repeats k >= 2
+    size: str = "cpu_demo"
+    data: DataConfig = field(default_factory=DataConfig)
+    model: ModelConfig = field(default_factory=ModelConfig)
+    pipeline: PipelineConfig = field(default_factory=PipelineConfig)
+    optimizer: OptimizerConfig = field(default_factory=OptimizerConfig)
+    trainer: TrainerConfig = field(default_factory=TrainerConfig)
+    profiler: ProfilerConfig = field(default_factory=ProfilerConfig)
+    tracking: TrackingConfig = field(default_factory=TrackingConfig)
+    paths: PathsConfig = field(default_factory=PathsConfig)
+    scenario: ScenarioConfig = field(default_factory=ScenarioConfig)
+    verify: VerifyConfig = field(default_factory=VerifyConfig)
