@@ -23,3 +23,12 @@ def test_every_relative_link_resolves(page):
         if "://" in target:
             continue
         assert (page.parent / target).exists(), f"{page.name} links to missing {target}"
+
+
+def test_every_lab_note_a_comment_points_to_exists():
+    """Code comments keep the why and point to docs/lab-notes.md#<anchor> for the numbers."""
+    notes = (REPO / "docs" / "lab-notes.md").read_text()
+    anchors = set(re.findall(r"^## ([a-z-]+)$", notes, re.MULTILINE))
+    cited = {m for f in (REPO / "src").rglob("*.py")
+             for m in re.findall(r"lab-notes\.md#([a-z-]+)", f.read_text())}
+    assert cited and cited <= anchors, sorted(cited - anchors)

@@ -148,7 +148,7 @@ class ProfilerConfig:
     timeline: bool = False
     # Which steps are profiled. "after": num_steps extra steps after the measured ones, on a
     # second pipeline launched with the profilers, so they never touch the reported numbers
-    # (measured here: the tuned arm's profiled steps waited for data 2-3x as much); the
+    # (the profilers take CPU from the pipeline: docs/lab-notes.md#profile-after); the
     # report compares the two windows. "inline": profile the measured steps themselves,
     # from start_step (None: the first step after warm-up) for num_steps (0: to the end).
     placement: str = "after"

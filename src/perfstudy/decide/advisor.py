@@ -23,7 +23,7 @@ A Python operator's share of time that needs the training process's GIL is measu
 probe (run beside a thread that holds the GIL in long stretches, as a network's step does:
 perfstudy.run.opprobe); a probe without that point counts one that computes (>= half a core
 per thread worker) as all GIL. MindSpore's graph step holds the GIL while it runs, so the
-two take turns (measured: the step was their sum, with no gap), in thread workers and
+two take turns (docs/lab-notes.md#gil-turns), in thread workers and
 (through MindSpore's dispatch) in worker processes too:
     GIL floor     G    = GIL share x its wall-ms per batch (in threads: at 1 worker, however
                          many there are; in processes: at that setting) + the network's
@@ -31,7 +31,7 @@ two take turns (measured: the step was their sum, with no gap), in thread worker
 Finally the model is levelled on the run: every prediction x (measured step / modelled step at
 the run's own setting), within 0.67..1.5; the shape across settings is the model's.
 The gap share is not predicted: how the network's time stretches when the cores are
-shared is the scheduler's doing (measured: 0.5 of its 1.9 cores under saturation).
+shared is the scheduler's doing (docs/lab-notes.md#network-share).
 """
 
 from __future__ import annotations
@@ -133,8 +133,7 @@ def _probed_stage(probe: dict[str, Any], summary: RunSummary) -> dict[str, Any]:
 
 def gil_share(gil: dict[str, Any] | None, alone_ms: float | None = None) -> float | None:
     """The share of its 1-thread time alone that an operator's GIL point (perfstudy.run.opprobe)
-    measured: of the point's own run alone, else of `alone_ms`; None without a point (e.g. a
-    summary written before the probe had one)."""
+    measured: of the point's own run alone, else of `alone_ms`; None without a point."""
     reference = (gil or {}).get("wall_ms_per_batch_alone") or alone_ms
     if not gil or not reference or reference <= 0:
         return None
@@ -262,9 +261,7 @@ def current_settings(model: dict[str, Any]) -> dict[str, Any]:
 def _gil_ms(stage: dict[str, Any], settings: dict[str, Any], parts: dict, cores: int) -> float:
     """Per batch, how long a Python op keeps the network off the GIL: its GIL share of, in
     worker processes, its stage (they overlap outside the GIL); in thread workers, one worker's
-    stage, however many there are (measured: a NumPy map 502 ms alone with 1 thread, 368 ms
-    with 2, gave 1048 and 1076 ms steps beside a 564 ms network; its probe beside the GIL
-    holder reads it as all GIL)."""
+    stage, however many there are (docs/lab-notes.md#gil-threads)."""
     share = stage.get("gil_share", 1.0)
     if settings.get(stage["key"] + MP, False):
         return share * parts[stage["label"]][0]

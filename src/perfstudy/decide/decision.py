@@ -46,7 +46,7 @@ def buffered_at_window(summary: RunSummary, floor_ms: float) -> tuple[float, str
     batch each, so the rest waited in the queues. It is an upper bound (the queues may have
     filled first; the training slows the stage a little): the advice it gives errs on more
     steps. The queues' declared capacity is no bound at all (MindSpore's workers hold more
-    than their queues; docs/remedy-and-advisor.md), so it is not used."""
+    than their queues: docs/lab-notes.md#queue-capacity), so it is not used."""
     before, first = summary.before_window_ms, summary.first_measured_step
     if floor_ms <= 0:
         return 0.0, "no pipeline-alone reading"
@@ -59,15 +59,13 @@ def validity(summary: RunSummary, compute_ms: float) -> dict[str, Any]:
     """Is the measured window a steady state? If not, how many steps would be.
 
     Judged against the input floor (the pipeline alone, timed over several batches). The
-    compute floor is not used: the measured steps time the network themselves, and the
-    calibration's 2-3 network-alone steps read up to 20 % slower than them at `smoke` size
-    (noise of a few steps), which would call steady windows unsteady.
+    compute floor is not used: the measured steps time the network themselves, and a few
+    network-alone steps are too noisy to judge by (docs/lab-notes.md#calibration-noise).
     Steps to a steady window: the batches buffered at the window's start drain at
     1 - compute/floor of a batch per step; the drain rule (perfstudy.measure.steptrace) then needs the
     drained steps to be at most half of the run, and at least 10 steady steps after them. A run
     that already had those steps is steady whatever the ratio: its floor reading is the one off
-    (measured: mindcv's recipe with its map in 2 processes, 0.1 batch buffered, 28 steps at
-    0.75x a 6-batch pipeline-alone reading of 1831 ms; the map's probe read 1436 ms there).
+    (docs/lab-notes.md#window-outlasts-buffer).
     """
     floors = {"input": summary.input_floor_ms}
     floors = {k: v for k, v in floors.items() if v}

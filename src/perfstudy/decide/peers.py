@@ -111,9 +111,9 @@ def _stem(name: str) -> str:
 
 def _id_shift(tuned_ops: list[dict[str, Any]], ops: pd.DataFrame | None) -> int:
     """How far AutoTune's op ids are from the run's operator table: its tree is the one the
-    iterator ran, with an epoch-control op on top when the training iterates epochs (measured:
-    Batch #1 in its file is Batch #0 of the one-pass pipeline.json). The shift under which every
-    op's type matches; 0 when none does."""
+    iterator ran, with an epoch-control op on top when the training iterates epochs
+    (docs/lab-notes.md#autotune-ids). The shift under which every op's type matches; 0 when
+    none does."""
     if ops is None or "op_id" not in ops or not tuned_ops:
         return 0
     types = {int(r["op_id"]): _stem(r["label"]) for _, r in ops.iterrows()}

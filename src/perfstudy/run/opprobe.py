@@ -11,9 +11,8 @@ in training, at every worker count 1..CPUs, in threads and in processes:
     wall_ms_per_batch  time to produce one batch's worth of its output
     cpu_ms_per_batch   CPU time spent meanwhile (this process and its worker processes)
 
-Measured here (2 cores, 50 ms per image, batch 4): a pure-Python loop 204 -> 199 ms per batch
-from 1 to 2 thread workers (the GIL), 203 -> 103 ms in processes; a sleep 202 -> 101 ms either
-way. The advisor reads these points instead of a scaling law.
+A pure-Python loop and a sleep scale in opposite ways (docs/lab-notes.md#probe-points): the
+advisor reads these points instead of a scaling law.
 
 How much of an operator's time needs the training process's GIL is measured too, not guessed
 from its code: it is run at 1 thread worker alone and then beside a thread that holds the GIL

@@ -45,8 +45,7 @@ class Update(nn.Cell):
 class TrainStep:
     """forward+backward and the optimizer update as two separately timed graphs.
 
-    Measured here: the two graphs cost what the fused TrainOneStepCell costs (0.64 vs
-    0.60 s per step, ResNet50 batch 32 at 32 px, 2 cores).
+    The two graphs cost what the fused TrainOneStepCell costs (docs/lab-notes.md#two-graphs).
     """
 
     def __init__(self, cfg, num_classes: int | None = None) -> None:
