@@ -71,7 +71,7 @@ def main() -> None:
     paths = report.build(args.study, arms, args.out, card)
     for arm in arms:
         log.info(sentences.verdict(arm, arms[0] if arms[0].name == "baseline" else None))
-    log.info("scorecard: %s", card["headline"])
+    log.info("scorecard: %s", card.headline)
     log.info("report: %s", paths["html"])
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import pandas as pd
 
 from perfstudy.common.io import read_json, write_json
+from perfstudy.decide.claim_result import read_scorecard
 from perfstudy.decide.diagnosis import verdict_label
 from perfstudy.decide.recommendation import read_diagnosis
 from perfstudy.orchestrate.cli import main_guard, setup_logging
@@ -81,22 +82,21 @@ def main() -> None:
                 tags[f"perfstudy.prepared.{row['arm']}"] = (
                     f"{row['speedup']:.2f}x the images/s of {row['source_arm']} "
                     f"({row['steady_step_ms']:.0f} vs {row['source_step_ms']:.0f} ms per step)")
-    card = read_json(report_dir / "scorecard.json")  # the claims, scored: the run's description
+    card = read_scorecard(report_dir)  # the claims, scored: the run's description
     tags.update(mlflow_fields.scorecard_tags(card))
     if args.run_files:  # the machine kind the runs ran on: the history's points are compared within it
         env = read_summary(Path(args.run_files[0]).parent).environment
         tags[f"{history.TAG}machine"] = history.machine_kind(env)
-    if card["claims"]:
-        metrics.update({"claims/held": card["held"], "claims/scored": card["scored"],
-                        "claims/inconclusive": card.get("inconclusive", 0),
-                        "claims/fragile": len(card.get("fragile") or [])})
+    if card.claims:
+        metrics.update({"claims/held": card.held, "claims/scored": card.scored,
+                        "claims/inconclusive": card.inconclusive, "claims/fragile": len(card.fragile)})
         metrics.update(history.result_metrics(card))  # this run's point of the study's history
-        for claim in card["claims"]:  # each numeric claim's median and interval over the repeats
-            if isinstance(claim.get("measured"), (int, float)) and not isinstance(claim["measured"], bool):
-                metrics[f"claim/{claim['id']}/median"] = float(claim["measured"])
-                low, high = claim.get("interval") or (claim["measured"], claim["measured"])
-                metrics[f"claim/{claim['id']}/low"] = float(low)
-                metrics[f"claim/{claim['id']}/high"] = float(high)
+        for claim in card.claims:  # each numeric claim's median and interval over the repeats
+            if isinstance(claim.measured, (int, float)) and not isinstance(claim.measured, bool):
+                metrics[f"claim/{claim.id}/median"] = float(claim.measured)
+                low, high = claim.interval or (claim.measured, claim.measured)
+                metrics[f"claim/{claim.id}/low"] = float(low)
+                metrics[f"claim/{claim.id}/high"] = float(high)
     files = [(report_dir / name, None) for name in ("report.html", "report.md", "comparison.csv",
                                                     "repeats.csv", "prepared.csv", "answers.csv",
                                                     "scorecard.json")

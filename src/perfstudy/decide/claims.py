@@ -26,9 +26,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from perfstudy.common.records import from_dict
 from perfstudy.common.thresholds import pct
 from perfstudy.decide import pick, remedy
 from perfstudy.decide.advisor import predict
+from perfstudy.decide.claim_result import ClaimResult, Scorecard
 from perfstudy.decide.diagnosis import verdict_label
 
 BOUNDS = ("at_least", "at_most", "equals")
@@ -258,7 +260,7 @@ def judge(claim: dict[str, Any], values: list[Any], kind: str) -> dict[str, Any]
     return {**out, "passed": None, "result": "inconclusive"}
 
 
-def score(spec: dict[str, Any], arms: list, runs: list | None = None) -> dict[str, Any]:
+def score(spec: dict[str, Any], arms: list, runs: list | None = None) -> Scorecard:
     """Every claim checked against the arms: on each repeat when `runs` holds the repeats
     (median, interval, holds / does not hold / inconclusive), else on the arms (first repeat)."""
     sets = repeat_sets(runs) if runs else [arms]
@@ -285,47 +287,46 @@ def score(spec: dict[str, Any], arms: list, runs: list | None = None) -> dict[st
                          result="not scored", repeats=0)
         else:
             entry.update(judge(claim, values, kind), detail=details[0])
-        results.append(entry)
-    scored = [r for r in results if r["passed"] is not None]
-    held = sum(r["passed"] for r in scored)
-    return {"title": spec.get("title", ""), "reference": spec.get("reference", ""),
-            "claims": results, "scored": len(scored), "held": held,
-            "inconclusive": sum(r["result"] == "inconclusive" for r in results),
-            "not_scored": sum(r["result"] == "not scored" for r in results),
-            "repeats": len(sets), "headline": headline(results, arms)}
+        results.append(from_dict(ClaimResult, entry, f"claim {claim['id']!r}"))
+    scored = [r for r in results if r.passed is not None]
+    return Scorecard(title=spec.get("title", ""), reference=spec.get("reference", ""),
+                     claims=results, scored=len(scored), held=sum(r.passed for r in scored),
+                     inconclusive=sum(r.result == "inconclusive" for r in results),
+                     not_scored=sum(r.result == "not scored" for r in results),
+                     repeats=len(sets), headline=headline(results, arms))
 
 
-def headline(results: list[dict[str, Any]], arms: list) -> str:
+def headline(results: list[ClaimResult], arms: list) -> str:
     """One sentence: how many claims hold, which do not, and the speedup in context."""
-    scored = [r for r in results if r["passed"] is not None]
+    scored = [r for r in results if r.passed is not None]
     if not results:
         return "This study has no claims file: nothing is scored."
-    held = sum(r["passed"] for r in scored)
-    judged = len(scored) + sum(r["result"] == "inconclusive" for r in results)
+    held = sum(r.passed for r in scored)
+    judged = len(scored) + sum(r.result == "inconclusive" for r in results)
     text = (f"All {held} claims hold" if held == judged > 1 else
             f"{held} of {judged} claims hold") + " on this machine"
-    repeats = max((r.get("repeats") or 0 for r in results), default=0)
+    repeats = max((r.repeats or 0 for r in results), default=0)
     if repeats > 1:
         text += f" over {repeats} repeats"
     env = (arms[0].summary.environment or {}) if arms else {}
     if env:
         text += f" ({env.get('usable_cpus') or env.get('cpu_count')} CPUs, {arms[0].summary.size} size)"
-    missed = [f"{r['id']} ({r['measured_text']}, {r['check']})" for r in scored if not r["passed"]]
+    missed = [f"{r.id} ({r.measured_text}, {r.check})" for r in scored if not r.passed]
     if missed:
         text += f"; {'these do' if len(missed) > 1 else 'this does'} not: {', '.join(missed)}"
-    unsure = [f"{r['id']} ({r['measured_text']}, {r['check']})" for r in results if r["result"] == "inconclusive"]
+    unsure = [f"{r.id} ({r.measured_text}, {r.check})" for r in results if r.result == "inconclusive"]
     if unsure:
         text += f"; inconclusive over the repeats: {', '.join(unsure)}"
-    unscored = sum(r["result"] == "not scored" for r in results)
+    unscored = sum(r.result == "not scored" for r in results)
     if unscored:
         text += f"; {unscored} not scored"
     by_name = {a.name: a for a in arms}
-    speed = next((r for r in results if r["metric"] == "speedup" and r["passed"] is not None), None)
-    if speed and speed["against"] in by_name:
-        arm, against = by_name[speed["arm"]], by_name[speed["against"]]
-        text += (f". The {arm.name} arm runs {speed['measured']:.2f}x as fast as the {against.name}"
-                 + (f" (published {speed['published']:.2f}x)"
-                    if isinstance(speed["published"], (int, float)) else "")
+    speed = next((r for r in results if r.metric == "speedup" and r.passed is not None), None)
+    if speed and speed.against in by_name:
+        arm, against = by_name[speed.arm], by_name[speed.against]
+        text += (f". The {arm.name} arm runs {speed.measured:.2f}x as fast as the {against.name}"
+                 + (f" (published {speed.published:.2f}x)"
+                    if isinstance(speed.published, (int, float)) else "")
                  + f"; this hardware allows {allowed_speedup(arm, against):.2f}x (the "
                  f"{arm.name} arm's {_floor_name(arm.summary.binding_floor)} floor)")
     return text + "."

@@ -17,6 +17,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from perfstudy.decide.claim_result import Scorecard
 from perfstudy.present import mlflow_store
 
 log = logging.getLogger(__name__)
@@ -51,10 +52,10 @@ def context_of_runs(study: str, claims_file: str | Path | None, runs: list) -> d
     return context(study, claims_file, hashes, machine_kind(runs[0].summary.environment or {}))
 
 
-def result_metrics(card: dict[str, Any]) -> dict[str, float]:
+def result_metrics(card: Scorecard) -> dict[str, float]:
     """A scorecard's history point: each judged claim's verdict as a number."""
-    return {f"claim/{c['id']}/result": RESULT_VALUE[c["result"]]
-            for c in card["claims"] if c["result"] in RESULT_VALUE}
+    return {f"claim/{c.id}/result": RESULT_VALUE[c.result]
+            for c in card.claims if c.result in RESULT_VALUE}
 
 
 def read(uri: str, experiment_name: str, ctx: dict[str, str], claim_ids: list[str],

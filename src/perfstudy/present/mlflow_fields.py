@@ -11,6 +11,7 @@ import pandas as pd
 
 from perfstudy.common.thresholds import pct
 from perfstudy.decide.advisor import gil_share
+from perfstudy.decide.claim_result import Scorecard
 from perfstudy.decide.diagnosis import verdict_label
 from perfstudy.decide.recommendation import Diagnosis, Recommendation
 from perfstudy.present.mlflow_store import TAG
@@ -55,19 +56,19 @@ def run_description(summary: RunSummary, diagnosis: Diagnosis | None) -> str:
             f"**Recommendation:** {diagnosis.recommendation.sentence}\n\n{numbers}")
 
 
-def scorecard_tags(card: dict[str, Any]) -> dict[str, str]:
+def scorecard_tags(card: Scorecard) -> dict[str, str]:
     """The study's claims as parent-run tags (one per claim) and its description (the table)."""
     from perfstudy.decide.scorecard import markdown
 
-    tags = {f"{TAG}claims": card["headline"],
-            "mlflow.note.content": (markdown(card) if card["claims"] else card["headline"])
+    tags = {f"{TAG}claims": card.headline,
+            "mlflow.note.content": (markdown(card) if card.claims else card.headline)
             + "\n\nThe whole report: the artifact report.html."}
-    for claim in card["claims"]:
-        tags[f"{TAG}claim.{claim['id']}"] = (f"{claim['result']}: {claim['measured_text']} "
-                                            f"({claim['check']})" if claim["result"] != "not scored"
-                                            else f"not scored: {claim['detail']}")
-        if claim.get("history"):  # across the study's recorded runs on this machine kind
-            tags[f"{TAG}claim_history.{claim['id']}"] = claim["history"]["text"]
+    for claim in card.claims:
+        tags[f"{TAG}claim.{claim.id}"] = (f"{claim.result}: {claim.measured_text} ({claim.check})"
+                                          if claim.result != "not scored"
+                                          else f"not scored: {claim.detail}")
+        if claim.history:  # across the study's recorded runs on this machine kind
+            tags[f"{TAG}claim_history.{claim.id}"] = claim.history.text
     return tags
 
 

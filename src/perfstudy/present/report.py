@@ -10,10 +10,11 @@ import pandas as pd
 from perfstudy.common.io import write_csv, write_text_atomic
 from perfstudy.decide import remedy, scenarios
 from perfstudy.decide.arm import Arm
+from perfstudy.decide.claim_result import Scorecard
 from perfstudy.present import document, figures, peers, repeats, scaling, sentences, tables, verified
 
 
-def build(study: str, runs: list[Arm], out_dir: str | Path, card: dict[str, Any]) -> dict[str, Path]:
+def build(study: str, runs: list[Arm], out_dir: str | Path, card: Scorecard) -> dict[str, Path]:
     """Write comparison.csv, repeats.csv, figures/*.png, report.md and report.html: the
     scorecard, the headline figure and the verdicts first, the detail below. Renders only.
 
@@ -44,11 +45,11 @@ def build(study: str, runs: list[Arm], out_dir: str | Path, card: dict[str, Any]
         write_csv(out / "scenario_predictions.csv", bench_points)
     figs = _figures(arms, table, out / "figures", paths)
     doc = document.Document(f"Study {study}: {sentences.models(arms)} input-pipeline tuning")
-    scored = bool(card["claims"])
-    doc.lead(card["headline"] if scored else scenarios.summary_line(bench) if not bench.empty else None)
+    scored = bool(card.claims)
+    doc.lead(card.headline if scored else scenarios.summary_line(bench) if not bench.empty else None)
     if scored:
-        note = " ".join(t for t in (card.get("reference"), sentences.history_note(card)) if t)
-        doc.section(card.get("title") or "The claims, scored", tables.scorecard_table(card),
+        note = " ".join(t for t in (card.reference, sentences.history_note(card)) if t)
+        doc.section(card.title or "The claims, scored", tables.scorecard_table(card),
                     note=note or None, css="scorecard")
     if not bench.empty:  # a diagnosis benchmark's answer is its score: shown first, open
         doc.section("Diagnosis benchmark, by scenario", bench)

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from perfstudy.common.thresholds import pct
 from perfstudy.decide.arm import Arm
+from perfstudy.decide.claim_result import Scorecard
 from perfstudy.decide.decision import describe_changes
 from perfstudy.decide.diagnosis import input_bound_band, verdict_label
 from perfstudy.run.settings import ADDRESSED, BUILTIN_PIPELINE, MP
@@ -192,9 +191,9 @@ NOTES = (
     "a CPU, so absolute times differ by design: compare gap shares and speedups.")
 
 
-def history_note(card: dict[str, Any]) -> str | None:
+def history_note(card: Scorecard) -> str | None:
     """Under the scorecard: where its history comes from (or why it could not be read)."""
-    h = card.get("history")
+    h = card.history
     if not h:
         return None
     if h.get("error"):

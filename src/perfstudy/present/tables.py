@@ -4,12 +4,12 @@ setup, spread, floors and the scorecard."""
 from __future__ import annotations
 
 from dataclasses import asdict
-from typing import Any
 
 import pandas as pd
 
 from perfstudy.common.thresholds import pct
 from perfstudy.decide.arm import Arm
+from perfstudy.decide.claim_result import Scorecard
 from perfstudy.decide.diagnosis import input_bound_band, verdict_label
 from perfstudy.present.sentences import workers_text
 
@@ -172,11 +172,11 @@ def floor_table(arms: list[Arm]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def scorecard_table(card: dict[str, Any]) -> pd.DataFrame:
-    table = pd.DataFrame([{"result": r["result"] + (", fragile" if (r.get("history") or {}).get("fragile") else ""),
-                           "claim": f"{r['claim']} ({r['source']}; {r['arm']})",
-                           "published": r["published_text"], "measured here": r["measured_text"],
-                           "check": r["check"], "across runs": (r.get("history") or {}).get("text", "-"),
-                           "how": r["detail"]}
-                          for r in card["claims"]])
-    return table if "history" in card else table.drop(columns="across runs")
+def scorecard_table(card: Scorecard) -> pd.DataFrame:
+    table = pd.DataFrame([{"result": r.result + (", fragile" if r.history and r.history.fragile else ""),
+                           "claim": f"{r.claim} ({r.source}; {r.arm})",
+                           "published": r.published_text, "measured here": r.measured_text,
+                           "check": r.check, "across runs": r.history.text if r.history else "-",
+                           "how": r.detail}
+                          for r in card.claims])
+    return table if card.history is not None else table.drop(columns="across runs")

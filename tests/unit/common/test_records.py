@@ -9,6 +9,7 @@ from conftest import REPO
 from records import make_summary
 
 from perfstudy.common.records import RecordError, from_dict, read_record, schema_text, to_dict, write_record
+from perfstudy.decide.claim_result import Scorecard
 from perfstudy.decide.recommendation import Diagnosis, read_diagnosis, write_diagnosis
 from perfstudy.run.summary import RunSummary, read_summary, write_summary
 
@@ -17,7 +18,8 @@ FIXTURES = REPO / "tests" / "fixtures" / "cpu_demo"
 
 
 @pytest.mark.parametrize("name, cls", [("summary.schema.json", RunSummary),
-                                       ("diagnosis.schema.json", Diagnosis)])
+                                       ("diagnosis.schema.json", Diagnosis),
+                                       ("scorecard.schema.json", Scorecard)])
 def test_the_published_schemas_are_the_records_own(name, cls):
     published = (SCHEMAS / name).read_text()
     made = schema_text(cls, f"https://perfstudy.invalid/schemas/{name}")

@@ -12,6 +12,7 @@ from perfstudy.common.config import ConfigError
 from perfstudy.common.io import read_json
 from perfstudy.decide import claims, claims_file
 from perfstudy.decide.arm import load_arm
+from perfstudy.decide.claim_result import read_scorecard
 from perfstudy.present import sentences
 
 SEED_CLAIMS = REPO / "workflow" / "claims" / "seed_case.yaml"
@@ -24,42 +25,42 @@ def arms(analysed):
 
 
 def _by_id(card):
-    return {c["id"]: c for c in card["claims"]}
+    return {c.id: c for c in card.claims}
 
 
 def test_the_case_study_claims_are_scored_from_the_measured_arms(arms):
     card = claims.score(claims_file.load(SEED_CLAIMS), arms)
     base, tuned = (a.summary for a in arms)
     got = _by_id(card)
-    assert got["baseline_input_bound"]["measured"] == pytest.approx(base.gap_share)
-    assert got["baseline_input_bound"]["passed"] is (base.gap_share >= 0.5)
-    assert got["culprit_is_map"]["measured"] == "pipeline.num_parallel_workers"
+    assert got["baseline_input_bound"].measured == pytest.approx(base.gap_share)
+    assert got["baseline_input_bound"].passed is (base.gap_share >= 0.5)
+    assert got["culprit_is_map"].measured == "pipeline.num_parallel_workers"
     # MindSpore's own analyzer, run on the same profile, names Batch / prefetch_size here
-    assert got["culprit_beats_analyzer"]["measured"] == "ours only"
-    assert "Batch #1 (increase prefetch_size)" in got["culprit_beats_analyzer"]["detail"]
-    assert got["tuned_faster"]["measured"] == pytest.approx(base.steady_step_ms / tuned.steady_step_ms)
-    assert got["tuned_faster"]["published_text"] == "4.98x"
+    assert got["culprit_beats_analyzer"].measured == "ours only"
+    assert "Batch #1 (increase prefetch_size)" in got["culprit_beats_analyzer"].detail
+    assert got["tuned_faster"].measured == pytest.approx(base.steady_step_ms / tuned.steady_step_ms)
+    assert got["tuned_faster"].published_text == "4.98x"
     allowed = base.steady_step_ms / tuned.floor_ms
-    assert got["tuned_near_allowed"]["measured"] == pytest.approx(got["tuned_faster"]["measured"] / allowed)
-    assert f"{allowed:.2f}x" in card["headline"] and "(published 4.98x)" in card["headline"]
+    assert got["tuned_near_allowed"].measured == pytest.approx(got["tuned_faster"].measured / allowed)
+    assert f"{allowed:.2f}x" in card.headline and "(published 4.98x)" in card.headline
     # the advisor's pick ran (2 workers on 2 CPUs): it is checked against the best measured
-    assert got["advisor_pick"]["passed"] is not None
+    assert got["advisor_pick"].passed is not None
     # no prepared arm ran: those claims are not scored, and say why; never passed
     for key in ("prepared_5x", "prepared_predicted"):
-        assert got[key]["passed"] is None and got[key]["result"] == "not scored"
-        assert "did not run" in got[key]["detail"]
-    assert card["scored"] == 8 and card["not_scored"] == 2
-    assert card["held"] == sum(c["passed"] is True for c in card["claims"])
-    assert "2 not scored" in card["headline"]
+        assert got[key].passed is None and got[key].result == "not scored"
+        assert "did not run" in got[key].detail
+    assert card.scored == 8 and card.not_scored == 2
+    assert card.held == sum(c.passed is True for c in card.claims)
+    assert "2 not scored" in card.headline
 
 
 def test_a_claim_that_does_not_hold_is_failed_and_named_in_the_headline(arms):
     spec = claims_file.load(SEED_CLAIMS)
     next(c for c in spec["claims"] if c["id"] == "tuned_faster")["at_least"] = 4.98  # the article's
     card = claims.score(spec, arms)
-    assert _by_id(card)["tuned_faster"]["result"] == "does not hold"
-    assert "tuned_faster (1.44x, >= 4.98x)" in card["headline"].split(" not: ")[1]
-    assert "All" not in card["headline"].split(" on this machine")[0]
+    assert _by_id(card)["tuned_faster"].result == "does not hold"
+    assert "tuned_faster (1.44x, >= 4.98x)" in card.headline.split(" not: ")[1]
+    assert "All" not in card.headline.split(" on this machine")[0]
 
 
 @pytest.mark.parametrize("text, words", [
@@ -91,14 +92,14 @@ def test_a_bad_claims_file_is_one_sentence_naming_the_claim(tmp_path, text, word
 
 def test_the_report_opens_with_the_scorecard_and_writes_scorecard_json(arms, tmp_path):
     paths = render_report("seed_case", arms, tmp_path, claims_file.load(SEED_CLAIMS))
-    card = read_json(paths["scorecard"])
+    card = read_scorecard(paths["scorecard"].parent)  # scorecard.json, read back as its record
     md = paths["md"].read_text()
     sections = [line for line in md.splitlines() if line.startswith("## ")]
     assert sections[:6] == ["## Did the case study reproduce here?",
                             "## Where a step's time goes, per arm", "## Verdicts",
                             "## Beside the tools you have: MindSpore's analyzer (and AutoTune) on the same runs",
                             "## The tools scored against the measured arms", "## Details"]
-    assert md.splitlines()[2] == f"**{card['headline']}**"  # the answer, first
+    assert md.splitlines()[2] == f"**{card.headline}**"  # the answer, first
     html = paths["html"].read_text()
     assert html.index("class='lead'") < html.index("<table class='scorecard'>") < html.index("<h2>Verdicts")
     assert "<td class='pass'>holds</td>" in html and "<td class='na'>not scored</td>" in html
@@ -190,12 +191,12 @@ def test_the_scorecard_scores_every_repeat(arms):
             runs.append(again)
     card = claims.score(claims_file.load(SEED_CLAIMS), arms, runs)
     got = _by_id(card)
-    assert card["repeats"] == 3 and got["tuned_faster"]["repeats"] == 3
+    assert card.repeats == 3 and got["tuned_faster"].repeats == 3
     tuned = got["tuned_not_input_bound"]
-    assert tuned["interval"][0] == 0.01 and tuned["interval"][1] >= 0.30
-    assert tuned["result"] == "inconclusive" and card["inconclusive"] >= 1
-    assert "over 3 repeats" in card["headline"] and "inconclusive over the repeats: " in card["headline"]
-    assert got["culprit_is_map"]["result"] == "holds"  # the same key on every repeat
+    assert tuned.interval[0] == 0.01 and tuned.interval[1] >= 0.30
+    assert tuned.result == "inconclusive" and card.inconclusive >= 1
+    assert "over 3 repeats" in card.headline and "inconclusive over the repeats: " in card.headline
+    assert got["culprit_is_map"].result == "holds"  # the same key on every repeat
 
 
 def test_the_claims_schema_names_every_metric_the_scorer_knows():

@@ -53,8 +53,8 @@ def test_mindspores_analyzer_runs_on_the_article_baselines_real_profile(analysed
     card = claims.score(spec, [Arm])
     ours = diagnosis.culprit.get("config_key") == "pipeline.num_parallel_workers"
     theirs = reading["key"] == "pipeline.num_parallel_workers"
-    assert card["claims"][0]["passed"] == (ours and not theirs)
-    assert "MindSpore's analyzer" in card["claims"][0]["detail"]
+    assert card.claims[0].passed == (ours and not theirs)
+    assert "MindSpore's analyzer" in card.claims[0].detail
 
 
 def test_an_analyzer_that_cannot_run_is_one_sentence_and_stops_nothing(tmp_path):

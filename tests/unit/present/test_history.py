@@ -1,6 +1,8 @@
 """The study's history read back from a real SQLite store, and each claim judged across it."""
 
+from perfstudy.common.records import from_dict
 from perfstudy.decide import claims, scorecard
+from perfstudy.decide.claim_result import ClaimResult, Scorecard
 from perfstudy.present import history, mlflow_store, tracking
 
 SPEC = {"claims": [
@@ -17,16 +19,19 @@ MACHINE = "AMD EPYC, 2 CPUs"
 def _card(gap, fast, culprit="pipeline.num_parallel_workers"):
     def entry(cid, value, kind):
         claim = next(c for c in SPEC["claims"] if c["id"] == cid)
-        return {"id": cid, "claim": claim["claim"], "metric": claim["metric"],
-                "check": "", **claims.judge(claim, [value], kind)}
-    return {"claims": [entry("gap", gap, "percent"), entry("fast", fast, "times"),
-                       entry("culprit", culprit, "text")], "headline": "2 of 3 claims hold."}
+        return from_dict(ClaimResult, {
+            "id": cid, "claim": claim["claim"], "source": "study", "metric": claim["metric"],
+            "arm": "a", "against": None, "check": "", "published": None, "published_text": "-",
+            "note": "", "detail": None, **claims.judge(claim, [value], kind)})
+    return Scorecard(title="", reference="", claims=[entry("gap", gap, "percent"),
+                     entry("fast", fast, "times"), entry("culprit", culprit, "text")], scored=3,
+                     held=2, inconclusive=0, not_scored=0, repeats=1, headline="2 of 3 claims hold.")
 
 
 def _log_point(client, parent, card, stamp):
     metrics = history.result_metrics(card)
-    metrics.update({f"claim/{c['id']}/median": c["measured"] for c in card["claims"]
-                    if not isinstance(c["measured"], str)})
+    metrics.update({f"claim/{c.id}/median": c.measured for c in card.claims
+                    if not isinstance(c.measured, str)})
     tracking.log_study(client, parent, metrics=metrics, tags={}, artifacts=[], stamp_ms=stamp)
 
 
@@ -56,13 +61,13 @@ def test_a_second_run_sees_the_first_and_a_straddling_claim_is_fragile(tmp_path)
     assert found["records"][0]["claims"]["gap"] == {"result": "holds", "value": 0.027}
 
     card = scorecard.with_history(_card(gap=0.136, fast=1.48), SPEC, found, MACHINE)
-    by_id = {c["id"]: c["history"] for c in card["claims"]}
-    assert card["history"]["runs"] == 2
-    assert by_id["gap"]["text"].startswith("held in 1 of 2 runs on this machine kind; fragile")
-    assert by_id["gap"]["fragile"] and "verdict changed" in by_id["gap"]["why"]
-    assert by_id["fast"] == {**by_id["fast"], "held": 2, "runs": 2, "fragile": False}
-    assert by_id["culprit"]["text"] == "held in 2 of 2 runs on this machine kind"
-    assert card["fragile"] == ["gap"] and "Fragile across the 2 recorded runs" in card["headline"]
+    by_id = {c.id: c.history for c in card.claims}
+    assert card.history["runs"] == 2
+    assert by_id["gap"].text.startswith("held in 1 of 2 runs on this machine kind; fragile")
+    assert by_id["gap"].fragile and "verdict changed" in by_id["gap"].why
+    assert (by_id["fast"].held, by_id["fast"].runs, by_id["fast"].fragile) == (2, 2, False)
+    assert by_id["culprit"].text == "held in 2 of 2 runs on this machine kind"
+    assert card.fragile == ["gap"] and "Fragile across the 2 recorded runs" in card.headline
 
 
 def test_a_margin_inside_the_spread_across_runs_is_fragile_even_when_both_runs_hold(tmp_path):
@@ -70,10 +75,10 @@ def test_a_margin_inside_the_spread_across_runs_is_fragile_even_when_both_runs_h
                           "claims": {"gap": {"result": "holds", "value": 0.001},
                                      "fast": {"result": "holds", "value": 1.9}}}]}
     card = scorecard.with_history(_card(gap=0.045, fast=1.06), SPEC, found, MACHINE)
-    by_id = {c["id"]: c["history"] for c in card["claims"]}
-    assert by_id["gap"]["fragile"] and "4.4 points" in by_id["gap"]["why"]  # spread 4.4, margin 0.5
-    assert by_id["fast"]["fragile"] and "0.01x" in by_id["fast"]["why"]
-    assert not by_id["culprit"]["fragile"]
+    by_id = {c.id: c.history for c in card.claims}
+    assert by_id["gap"].fragile and "4.4 points" in by_id["gap"].why  # spread 4.4, margin 0.5
+    assert by_id["fast"].fragile and "0.01x" in by_id["fast"].why
+    assert not by_id["culprit"].fragile
 
 
 def test_other_machine_kinds_and_other_configs_are_not_mixed_in(tmp_path):
@@ -88,9 +93,9 @@ def test_other_machine_kinds_and_other_configs_are_not_mixed_in(tmp_path):
     found = history.read(uri, "perfstudy/s", ctx, ["gap", "fast", "culprit"])
     assert [r["machine"] for r in found["records"]] == ["Intel Xeon, 16 CPUs"]
     card = scorecard.with_history(_card(gap=0.01, fast=1.5), SPEC, found, MACHINE)
-    gap = card["claims"][0]["history"]
-    assert gap["runs"] == 1 and not gap["fragile"]
-    assert gap["text"] == ("the first recorded run on this machine kind "
+    gap = card.claims[0].history
+    assert gap.runs == 1 and not gap.fragile
+    assert gap.text == ("the first recorded run on this machine kind "
                            "(1 run(s) on other machine kinds not counted)")
 
 
