@@ -43,7 +43,7 @@ from typing import Any
 import pandas as pd
 
 from perfstudy.common.thresholds import WITHIN_BEST, pct
-from perfstudy.run.settings import BUILTIN_PIPELINE, MP, PRIMARY_KEY
+from perfstudy.run.settings import BUILTIN_PIPELINE, MP, PRIMARY_KEY, Settings
 from perfstudy.run.summary import RunSummary
 
 COMPUTES = 0.5  # a worker busier than half a core computes; below, it mostly waits
@@ -243,14 +243,14 @@ def _anchor(model: dict[str, Any], pipeline_wall_ms: float | None) -> None:
         slowest["anchor"] = factor
 
 
-def canonical(settings: dict[str, Any]) -> dict[str, Any]:
+def canonical(settings: Settings) -> Settings:
     """Settings as compared and shown: threads are the absence of key + MP (never False)."""
     return {k: v for k, v in settings.items() if not (k.endswith(MP) and not v)}
 
 
-def current_settings(model: dict[str, Any]) -> dict[str, Any]:
+def current_settings(model: dict[str, Any]) -> Settings:
     """The run's own setting: workers per key (and processes for Python maps that use them)."""
-    settings: dict[str, Any] = {}
+    settings: Settings = {}
     for stage in model["stages"]:
         settings[stage["key"]] = stage["workers_now"]
         if stage["multiprocessing_now"]:
@@ -258,7 +258,7 @@ def current_settings(model: dict[str, Any]) -> dict[str, Any]:
     return settings
 
 
-def _gil_ms(stage: dict[str, Any], settings: dict[str, Any], parts: dict, cores: int) -> float:
+def _gil_ms(stage: dict[str, Any], settings: Settings, parts: dict, cores: int) -> float:
     """Per batch, how long a Python op keeps the network off the GIL: its GIL share of, in
     worker processes, its stage (they overlap outside the GIL); in thread workers, one worker's
     stage, however many there are (docs/lab-notes.md#gil-threads)."""
@@ -268,7 +268,7 @@ def _gil_ms(stage: dict[str, Any], settings: dict[str, Any], parts: dict, cores:
     return share * stage_ms(stage, 1, False, cores)[0]
 
 
-def predict(model: dict[str, Any], settings: dict[str, Any] | int) -> dict[str, Any]:
+def predict(model: dict[str, Any], settings: Settings | int) -> dict[str, Any]:
     """Predicted steady step and its parts at `settings` (an int: the article's map's workers;
     keys left out keep the run's own setting)."""
     if not isinstance(settings, dict):
@@ -340,7 +340,7 @@ def step_swing(model: dict[str, Any], stage: dict[str, Any]) -> dict[str, Any]:
             "fastest": fast["settings"], "fastest_ms": fast["step_ms"]}
 
 
-def cost(settings: dict[str, Any], now: dict[str, Any]) -> tuple:
+def cost(settings: Settings, now: Settings) -> tuple:
     """What a setting costs, to find "the cheapest setting" (the smallest key wins): no change
     at all first, then the fewest workers, the fewest operators in processes, the fewest
     changed keys. The model's pick and the verification's choice both rank by it."""
@@ -350,7 +350,7 @@ def cost(settings: dict[str, Any], now: dict[str, Any]) -> tuple:
     return (changes > 0, workers, processes, changes)
 
 
-def describe_settings(settings: dict[str, Any], model: dict[str, Any]) -> str:
+def describe_settings(settings: Settings, model: dict[str, Any]) -> str:
     """'pipeline.extra_transform_workers=2 with python_multiprocessing' etc., sized keys only."""
     words = []
     for stage in model["stages"]:

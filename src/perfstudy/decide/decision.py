@@ -34,7 +34,7 @@ from perfstudy.decide.advisor import COMPUTES, canonical, describe_settings, pre
 from perfstudy.decide.fixes import DECODE_OPS, prepared_prediction, remedies
 from perfstudy.decide.recommendation import Recommendation
 from perfstudy.decide.verification import reference, verdict
-from perfstudy.run.settings import ADDRESSED, MP
+from perfstudy.run.settings import ADDRESSED, MP, Settings
 from perfstudy.run.summary import RunSummary
 
 
@@ -326,7 +326,7 @@ def _verified(answer: dict[str, Any], checked: dict[str, Any], advice: dict[str,
             "sentence": sentence + "."}
 
 
-def setting_changes(settings: dict[str, Any], now: dict[str, Any]) -> dict[str, Any]:
+def setting_changes(settings: Settings, now: Settings) -> Settings:
     """What `settings` changes against `now`: changed keys, and processes switched off (False)."""
     settings, now = canonical(settings), canonical(now)
     changes = {k: v for k, v in settings.items() if now.get(k) != v}
@@ -334,7 +334,7 @@ def setting_changes(settings: dict[str, Any], now: dict[str, Any]) -> dict[str, 
     return changes
 
 
-def describe_changes(changes: dict[str, Any], advice: dict[str, Any]) -> str:
+def describe_changes(changes: Settings, advice: dict[str, Any]) -> str:
     """The changed keys as a user would type them."""
     words = []
     for key, value in changes.items():

@@ -8,7 +8,7 @@ from typing import Any
 
 from perfstudy.common.thresholds import pct
 from perfstudy.decide.advisor import predict
-from perfstudy.run.settings import BUILTIN_PIPELINE
+from perfstudy.run.settings import BUILTIN_PIPELINE, Settings
 from perfstudy.run.summary import RunSummary
 
 DECODE_OPS = ("Decode", "RandomCropDecodeResize", "DecodeVideo")
@@ -44,7 +44,7 @@ def prepared_prediction(advice: dict[str, Any], summary: RunSummary) -> dict[str
                              "levelled": r["binding"] == own} for r in rows]}
 
 
-def prepared_step_at(prediction: dict[str, Any] | None, settings: dict[str, Any]) -> float | None:
+def prepared_step_at(prediction: dict[str, Any] | None, settings: Settings) -> float | None:
     """The predicted prepared step at a run's own operator settings (None if not predicted)."""
     for row in (prediction or {}).get("predictions", []):
         if all(row["settings"].get(k) == v for k, v in settings.items() if k in row["settings"]):

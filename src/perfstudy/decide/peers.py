@@ -21,7 +21,7 @@ from perfstudy.decide.advisor import canonical
 from perfstudy.decide.recommendation import Recommendation
 from perfstudy.measure import msanalyzer
 from perfstudy.measure.minddata import op_label
-from perfstudy.run.settings import MP
+from perfstudy.run.settings import MP, Settings
 from perfstudy.run.summary import RunSummary
 
 ANALYZER = msanalyzer.TOOL
@@ -93,7 +93,7 @@ def ours(recommendation: Recommendation) -> dict[str, Any]:
             "settings": canonical(recommendation.settings or {}) if action == "set_workers" else None}
 
 
-def _words(changes: dict[str, Any]) -> str:
+def _words(changes: Settings) -> str:
     parts = []
     for key, value in changes.items():
         if key.endswith(MP):

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from perfstudy.common.thresholds import GAIN_THAT_MATTERS
-from perfstudy.run.settings import PRIMARY_KEY
+from perfstudy.run.settings import PRIMARY_KEY, Settings
 
 
 def source_arm(arms: list) -> Any | None:
@@ -33,7 +33,7 @@ def arm_workers(arm) -> int:
     return int(arm.summary.num_parallel_workers.effective)
 
 
-def settings(arm) -> dict[str, Any]:
+def settings(arm) -> Settings:
     """The arm's sized operators as the advisor names them (older runs: the article's map)."""
     return arm.summary.operator_settings or {PRIMARY_KEY: arm_workers(arm)}
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from perfstudy.common.records import doc, read_record, write_record
+from perfstudy.run.settings import Settings
 
 FILE = "diagnosis.json"
 ACTIONS = ("set_workers", "cannot_help", "none", "unresolved", "not_steady")
@@ -23,7 +24,7 @@ class ModelAnswer:
     """What the what-if model alone would have answered, before any measurement."""
 
     action: str
-    settings: dict[str, Any]
+    settings: Settings
     predicted_step_ms: float
 
 
@@ -37,10 +38,10 @@ class Recommendation:
     source: str = doc("what the model was built from: profile | calibration")
     bound: str = doc("input | cpu | compute | not_steady")
     action: str = doc("set_workers | cannot_help | none | unresolved | not_steady")
-    settings: dict[str, Any] = doc("the recommended operator settings (all sized keys)")
+    settings: Settings = doc("the recommended operator settings (all sized keys)")
     predicted_step_ms: float = doc("the model's step at the recommended settings")
     sentence: str = doc("the answer in one paragraph")
-    changes: dict[str, Any] = doc("the settings that differ from the run's own", default_factory=dict)
+    changes: Settings = doc("the settings that differ from the run's own", default_factory=dict)
     predicted_gain: float | None = doc("the model's gain at the recommended settings "
                                        "(None: no verdict)", default=None)
     culprit_key: str | None = doc("the config key of the culprit operator", default=None)

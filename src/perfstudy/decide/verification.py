@@ -32,7 +32,7 @@ from typing import Any
 
 from perfstudy.common.thresholds import GAIN_THAT_MATTERS, pct
 from perfstudy.decide.advisor import canonical, cost, describe_settings, predict
-from perfstudy.run.settings import MP
+from perfstudy.run.settings import MP, Settings
 from perfstudy.run.summary import RunSummary
 
 
@@ -40,7 +40,7 @@ def _same(a: dict[str, Any], b: dict[str, Any]) -> bool:
     return canonical(a) == canonical(b)
 
 
-def _culprit_modes(advice: dict[str, Any], now: dict[str, Any]) -> list[dict[str, Any]]:
+def _culprit_modes(advice: dict[str, Any], now: Settings) -> list[dict[str, Any]]:
     """The slow operator (the model's slowest at the run's setting) in each mode it can run in,
     the rest as now: where the model errs most (threads against processes of a Python map).
     Per mode its fastest predicted worker count; where the model sees no difference between
@@ -167,7 +167,7 @@ def cost_sentence(verification: dict[str, Any] | None) -> str | None:
     return text + (f"; {skipped} skipped past the budget." if skipped else ".")
 
 
-def operator_kind(advice: dict[str, Any], settings: dict[str, Any]) -> str:
+def operator_kind(advice: dict[str, Any], settings: Settings) -> str:
     """The kind of the operator a verified setting is about (the one it changes; the run's
     own setting: the slowest at it), as the model's measurements classify it:
     C++ map | waiting | Python computing | Python releasing the GIL | Python mixed, each

@@ -5,18 +5,20 @@ Python runs in worker processes. Light on purpose (no MindSpore): decide/ import
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 MP = ":multiprocessing"  # suffix of a settings key: the map runs in processes
 PRIMARY_KEY = "pipeline.num_parallel_workers"  # the article's map
 ADDRESSED = "pipeline.workers."  # a settings key of any pipeline's operator, by address
 # the case study's own pipeline factory: its config keys are aliases of operator addresses
 BUILTIN_PIPELINE = "perfstudy.run.pipeline.case_study"
+# Operator settings: workers per sized operator by its config key, and <key>:multiprocessing
+# True when its Python runs in worker processes ({"pipeline.workers.map_2": 2, ...}).
+Settings = dict[str, int | bool]
 
 
-def operator_settings(nodes: list[dict]) -> dict[str, Any]:
+def operator_settings(nodes: list[dict]) -> Settings:
     """Workers (and processes) per sized operator of a described pipeline (run.pipeline.describe)."""
-    settings: dict[str, Any] = {}
+    settings: Settings = {}
     for node in nodes:
         if node.get("config_key"):
             settings[node["config_key"]] = node.get("num_parallel_workers") or 1

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from perfstudy.common.records import doc, read_record, write_record
-from perfstudy.run.settings import Workers
+from perfstudy.run.settings import Settings, Workers
 
 FILE = "summary.json"
 
@@ -126,7 +126,7 @@ class RunSummary:
     drain_rule: str = doc("how the window's start was found (the buffered batches drained)")
     num_parallel_workers: Workers = doc("map workers requested, effective, defaults, CPUs")
     scenario: dict[str, Any] | None = doc("the scenario's config (benchmark studies only)")
-    operator_settings: dict[str, Any] = doc(
+    operator_settings: Settings = doc(
         "workers (and processes: <key>_multiprocessing) per sized operator, by config key")
     queue_capacity_batches: float = doc("batches the operators' declared queues hold when full")
     warmup_steps: int = doc("trainer.warmup_steps")

@@ -38,7 +38,7 @@ from omegaconf import open_dict
 from perfstudy.common.thresholds import pct
 from perfstudy.measure import steptrace
 from perfstudy.run import pipeline
-from perfstudy.run.settings import ADDRESSED, MP
+from perfstudy.run.settings import ADDRESSED, MP, Settings
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +60,7 @@ def total_steps(cfg) -> int:
     return (cfg.verify.candidates + int(cfg.verify.own_window)) * window_steps(cfg.verify)
 
 
-def apply_settings(pipe_cfg, settings: dict[str, Any]):
+def apply_settings(pipe_cfg, settings: Settings):
     """A copy of the pipeline config with `settings` (workers per key, key + MP for processes)."""
     out = copy.deepcopy(pipe_cfg)
     for key, value in settings.items():
@@ -101,7 +101,7 @@ def _judge(records: list[steptrace.StepTimes], batch_size: int,
     return frame, rule, steady, known
 
 
-def measure_window(step_fn: StepFn, source: str, cfg, settings: dict[str, Any], seed: int,
+def measure_window(step_fn: StepFn, source: str, cfg, settings: Settings, seed: int,
                    first_index: int, allotted_s: float = math.inf) -> dict[str, Any]:
     """One window at `settings` on a fresh pipeline; its steps are numbered from first_index.
     It ends once steady and either known (target_rse, or max_steps) or past `allotted_s`."""
