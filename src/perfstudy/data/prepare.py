@@ -199,43 +199,22 @@ def _write_record(folder: Path, rows: list[dict[str, Any]]) -> None:
     writer.commit()
 
 
-def prepare(source_manifest_path: str | Path, settings: Settings, out_dir: str | Path,
-            workers: int = 1) -> Path:
-    """Write the prepared MindRecord and its manifest.json under out_dir; return the manifest
-    path. A folder whose manifest records the same source manifest and settings is reused."""
-    out = Path(out_dir)
-    source = load_manifest(source_manifest_path)
-    verify_manifest(source)  # a changed source file is reported, never prepared (or reused)
-    source_sha = manifest_sha256(source_manifest_path)
-    existing = out / MANIFEST
-    if existing.is_file():
-        try:
-            recorded = json.loads(existing.read_text())
-        except json.JSONDecodeError:
-            recorded = {}
-        if (recorded.get("source_manifest", {}).get("sha256") == source_sha
-                and recorded.get("settings") == asdict(settings)
-                and (out / RECORD).is_file()):
-            return existing
-    _check_writable(out.parent)
+def _reusable(out: Path, source_sha: str, settings: Settings) -> bool:
+    """A prepared folder already made from the same source manifest with the same settings."""
+    try:
+        recorded = json.loads((out / MANIFEST).read_text())
+    except (OSError, json.JSONDecodeError):
+        return False
+    return (recorded.get("source_manifest", {}).get("sha256") == source_sha
+            and recorded.get("settings") == asdict(settings) and (out / RECORD).is_file())
+
+
+def _prepared_manifest(source: dict[str, Any], source_manifest_path: str | Path, source_sha: str,
+                       settings: Settings, out: Path, staging: Path, entries: list, jobs: list,
+                       done: list, rows: list, preparation: dict[str, Any]) -> dict[str, Any]:
+    """The prepared dataset's manifest: what it was made from and with, sizes before and after,
+    the PSNR of a sample against the full decode, every file."""
     root = Path(source["root"])
-    label_of = {name: index for index, name in enumerate(source["classes"])}
-    entries = sorted(source["files"], key=lambda e: (label_of[e["path"].split("/")[0]],
-                                                     e["path"].split("/")[1]))
-    started, cpu_started = time.perf_counter(), _cpu_seconds()
-    jobs = [(str(root / entry["path"]), settings) for entry in entries]
-    if workers > 1:
-        with ProcessPoolExecutor(max_workers=workers) as pool:
-            done = list(pool.map(_prepare_one, jobs, chunksize=4))
-    else:
-        done = [_prepare_one(job) for job in jobs]
-    rows = [{"image": item["blob"], "label": label_of[entry["path"].split("/")[0]],
-             "path": entry["path"]} for entry, item in zip(entries, done, strict=True)]
-    staging = out.with_name(out.name + ".tmp")
-    shutil.rmtree(staging, ignore_errors=True)
-    staging.mkdir(parents=True)
-    _write_record(staging, rows)
-    wall, cpu = time.perf_counter() - started, _cpu_seconds() - cpu_started
     picks = sorted({round(i * (len(done) - 1) / max(PSNR_SAMPLE - 1, 1))
                     for i in range(min(PSNR_SAMPLE, len(done)))})
     scores = [reference_psnr(jobs[i][0], done[i]["blob"]) for i in picks]
@@ -273,11 +252,47 @@ def prepare(source_manifest_path: str | Path, settings: Settings, out_dir: str |
         "psnr_db": {"images": len(scores), "min": float(min(scores)),
                     "mean": float(np.mean(scores)),
                     "against": "the source decoded in full, resized (Lanczos) to the same size"},
-        "preparation": {"wall_s": wall, "cpu_s": cpu, "workers": workers},
+        "preparation": preparation,
         "files": [{"path": entry["path"], "label": row["label"], "bytes": len(row["image"]),
                    "width": item["out_width"], "height": item["out_height"]}
                   for entry, row, item in zip(entries, rows, done, strict=True)],
     }
+    return manifest
+
+
+def prepare(source_manifest_path: str | Path, settings: Settings, out_dir: str | Path,
+            workers: int = 1) -> Path:
+    """Write the prepared MindRecord and its manifest.json under out_dir; return the manifest
+    path. A folder whose manifest records the same source manifest and settings is reused."""
+    out = Path(out_dir)
+    source = load_manifest(source_manifest_path)
+    verify_manifest(source)  # a changed source file is reported, never prepared (or reused)
+    source_sha = manifest_sha256(source_manifest_path)
+    existing = out / MANIFEST
+    if _reusable(out, source_sha, settings):
+        return existing
+    _check_writable(out.parent)
+    root = Path(source["root"])
+    label_of = {name: index for index, name in enumerate(source["classes"])}
+    entries = sorted(source["files"], key=lambda e: (label_of[e["path"].split("/")[0]],
+                                                     e["path"].split("/")[1]))
+    started, cpu_started = time.perf_counter(), _cpu_seconds()
+    jobs = [(str(root / entry["path"]), settings) for entry in entries]
+    if workers > 1:
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            done = list(pool.map(_prepare_one, jobs, chunksize=4))
+    else:
+        done = [_prepare_one(job) for job in jobs]
+    rows = [{"image": item["blob"], "label": label_of[entry["path"].split("/")[0]],
+             "path": entry["path"]} for entry, item in zip(entries, done, strict=True)]
+    staging = out.with_name(out.name + ".tmp")
+    shutil.rmtree(staging, ignore_errors=True)
+    staging.mkdir(parents=True)
+    _write_record(staging, rows)
+    wall, cpu = time.perf_counter() - started, _cpu_seconds() - cpu_started
+    manifest = _prepared_manifest(source, source_manifest_path, source_sha, settings, out, staging,
+                                  entries, jobs, done, rows, {"wall_s": wall, "cpu_s": cpu,
+                                                              "workers": workers})
     write_manifest(manifest, staging)
     shutil.rmtree(out, ignore_errors=True)
     os.replace(staging, out)
