@@ -122,6 +122,15 @@ def validate(cfg: DictConfig) -> None:
             f"{cfg.trainer.min_measured_steps} measured steps are needed; raise trainer.steps.")
     _validate_profiler(cfg)
     _validate_verify(cfg)
+    _validate_pipeline_extras(cfg)
+    if cfg.model.num_classes < cfg.data.num_classes and cfg.data.path is None:
+        raise ConfigError(
+            f"model.num_classes ({cfg.model.num_classes}) is below data.num_classes "
+            f"({cfg.data.num_classes}); set model.num_classes to at least the class count.")
+
+
+def _validate_pipeline_extras(cfg: DictConfig) -> None:
+    """The study's own extra transforms and readers: their callables, workers and delay."""
     for key in ("extra_transform", "batch_transform"):
         spec = cfg.pipeline[key]
         if spec and (":" not in spec or spec.startswith(":") or spec.endswith(":")):
@@ -135,10 +144,6 @@ def validate(cfg: DictConfig) -> None:
     if cfg.pipeline.reader_delay_ms < 0:
         raise ConfigError(f"pipeline.reader_delay_ms is {cfg.pipeline.reader_delay_ms}; use 0 "
                           "(MindSpore's reader) or a delay in ms per file.")
-    if cfg.model.num_classes < cfg.data.num_classes and cfg.data.path is None:
-        raise ConfigError(
-            f"model.num_classes ({cfg.model.num_classes}) is below data.num_classes "
-            f"({cfg.data.num_classes}); set model.num_classes to at least the class count.")
 
 
 def _validate_verify(cfg: DictConfig) -> None:

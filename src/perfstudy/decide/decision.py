@@ -163,25 +163,32 @@ def decide(summary: RunSummary, advice: dict[str, Any], band: str, compute_ms: f
     Returns:
         The Recommendation every later stage presents (typed: each field, on every branch).
     """
-    return from_dict(Recommendation, _answer(summary, advice, band, compute_ms, queue_culprit),
-                     "the decision")
+    answer, input_side, fixes = _model_answer(summary, advice, band, compute_ms, queue_culprit)
+    checked = None if answer["action"] == "not_steady" else verdict(summary.verification,
+                                                                    reference(summary))
+    if checked is not None:  # the measurement decides
+        answer = _verified(answer, checked, advice, summary, input_side, fixes)
+    elif summary.verification and answer["action"] != "not_steady":
+        answer["sentence"] += (" Not verified: " + (summary.verification.get("skipped")
+                               or "no verification window was steady") + ".")
+    return from_dict(Recommendation, answer, "the decision")
 
 
-def _answer(summary: RunSummary, advice: dict[str, Any], band: str, compute_ms: float,
-            queue_culprit: dict[str, Any] | None) -> dict[str, Any]:
+def _model_answer(summary: RunSummary, advice: dict[str, Any], band: str, compute_ms: float,
+                  queue_culprit: dict[str, Any] | None) -> tuple[dict[str, Any], bool, list[str]]:
+    """(the model's answer before any measurement, input-side binding?, the culprit's remedies)."""
     check = validity(summary, compute_ms)
     measured = summary.steady_step_ms
     base = {"validity": check, "measured_step_ms": measured,
             "predicted_now_ms": advice["predicted_now_ms"], "source": advice["source"]}
     if not check["steady"]:  # no verdict, and nothing else names a setting
         return {**base, "bound": "not_steady", "action": "not_steady", "settings": advice["now"],
-                "predicted_step_ms": advice["predicted_now_ms"], "sentence": check["sentence"]}
+                "predicted_step_ms": advice["predicted_now_ms"], "sentence": check["sentence"]}, False, []
     now = advice["now"]
-    stages = {s["label"]: s for s in advice["stages"]}
     now_row = predict(advice, now)
     pick = predict(advice, advice["pick"])
     best = min(advice["predictions"], key=lambda r: r["step_ms"])
-    slowest = stages[now_row["slowest_stage"]]
+    slowest = next(s for s in advice["stages"] if s["label"] == now_row["slowest_stage"])
     input_side = band != "not" or now_row["binding"] in ("pipeline", "gil")
     culprit, swing = (slowest, None) if input_side else cpu_culprit(advice, now_row)
     kind = culprit_kind(culprit)
@@ -225,14 +232,7 @@ def _answer(summary: RunSummary, advice: dict[str, Any], band: str, compute_ms: 
               "sentence": sentence + ".", "verified": False,
               "model_answer": {"action": action, "settings": advice["pick"],
                                "predicted_step_ms": pick["step_ms"]}}
-    checked = verdict(summary.verification, reference(summary))
-    if checked is None:
-        if summary.verification:
-            answer["sentence"] += (" Not verified: " + (summary.verification.get("skipped")
-                                   or "no verification window was steady") + ".")
-        return answer
-    return _verified(answer, checked, advice, summary, input_side,
-                     remedies(kind, advice, culprit, summary, best))
+    return answer, input_side, remedies(kind, advice, culprit, summary, best)
 
 
 def _what_binds(now_row: dict[str, Any], advice: dict[str, Any], slowest: dict[str, Any]) -> str:
