@@ -43,8 +43,11 @@ def to_dict(record: Any) -> dict[str, Any]:
 
 
 def write_record(path: str | Path, record: Any) -> Path:
-    """Write a record as JSON with its schema version; returns the path."""
-    return write_json(path, to_dict(record))
+    """Write a record as JSON with its schema version; returns the path. It is read back first
+    (from_dict), so a record its own reader would refuse fails here, where it is made."""
+    data = to_dict(record)
+    from_dict(type(record), json.loads(json.dumps(data, default=str)), where=f"{path} (being written)")
+    return write_json(path, data)
 
 
 def read_record(path: str | Path, cls: type[R]) -> R:
@@ -99,6 +102,9 @@ def _value(hint: Any, value: Any, where: str) -> Any:
             return None
         options = [a for a in typing.get_args(hint) if a is not type(None)]
         return _value(options[0], value, where) if len(options) == 1 else value
+    if value is None and hint is not Any:  # None is only what `X | None` allows (above)
+        raise RecordError(f"{where} is null, which its type ({_name(hint)}) does not allow; "
+                          "the code that made the record has a bug: please report it.")
     if dataclasses.is_dataclass(hint):
         if not isinstance(value, dict):
             raise RecordError(f"{where} should be an object, not {value!r}.")
@@ -111,6 +117,10 @@ def _value(hint: Any, value: Any, where: str) -> Any:
         inner = typing.get_args(hint)[1]
         return {k: _value(inner, v, where) for k, v in value.items()}
     return value
+
+
+def _name(hint: Any) -> str:
+    return getattr(hint, "__name__", None) or str(hint)
 
 
 # --- JSON Schema (draft 2020-12) of a record, from its type hints and field docs -------------

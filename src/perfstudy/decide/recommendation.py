@@ -79,7 +79,8 @@ class Diagnosis:
     bound: str = doc("the verdict: input | cpu | compute | not_steady (the recommendation's)")
     headline: str = doc("the verdict in one sentence")
     input_bound: dict[str, Any] = doc("the gap share, its band and the bands' thresholds")
-    culprit: dict[str, Any] = doc("the culprit operator and the evidence for it")
+    culprit: dict[str, Any] | None = doc("the culprit operator and the evidence for it (None: "
+                                         "no operator sets the pace)")
     queue_rule: dict[str, Any] | None = doc("MindInsight's queue rule's operator (None: none)")
     cpu: dict[str, Any] = doc("cores, host and process CPU, per-operator CPU, the CPU floor")
     recommendation: Recommendation = doc("the answer (perfstudy.decide.decision.decide)")

@@ -90,3 +90,15 @@ def test_a_share_is_written_one_way():
     assert pct(GAIN_THAT_MATTERS) == "10 %" and pct(0.0525, 1) == "5.2 %"
     assert pct(-0.052, signed=True) == "-5 %" and pct(0.3, signed=True) == "+30 %"
     assert pct(None) == "-" and pct(float("nan")) == "-"
+
+
+def test_a_record_its_reader_would_refuse_fails_where_it_is_written(tmp_path):
+    from records import make_diagnosis
+
+    from perfstudy.decide.recommendation import write_diagnosis
+
+    write_diagnosis(tmp_path, replace(make_diagnosis(), culprit=None))  # no culprit: allowed
+    assert read_diagnosis(tmp_path).culprit is None
+    with pytest.raises(RecordError, match="input_bound is null"):
+        write_diagnosis(tmp_path / "bad", replace(make_diagnosis(), input_bound=None))
+    assert not (tmp_path / "bad" / "diagnosis.json").exists()  # nothing half-written
