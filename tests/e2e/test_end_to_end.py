@@ -147,7 +147,7 @@ def test_every_answer_is_measured_before_it_is_given(study):
         rec = json.loads((run / "diagnosis.json").read_text())["recommendation"]
         verification = summary["verification"]
         if not verification["windows"]:  # the measured window was not steady: nothing verified
-            assert rec.action == "not_steady" and "not steady" in verification["skipped"]
+            assert rec["action"] == "not_steady" and "not steady" in verification["skipped"]
             continue
         windows = verification["windows"]
         settings = len(json.loads((run / "diagnosis.json").read_text())["advisor"]["predictions"])
@@ -161,20 +161,20 @@ def test_every_answer_is_measured_before_it_is_given(study):
         for w in short:
             assert 1 + 2 <= w["steps"] <= 1 + 4 and w["step_ms"] > 0  # start-up, 2-4 measured
         assert 0 < verification["share_of_training"] and verification["budget_share"] == 0.25
-        if rec.verified:  # the promise is a measured step, the prediction beside it
+        if rec["verified"]:  # the promise is a measured step, the prediction beside it
             measured = {round(w["step_ms"], 6) for w in windows}
-            assert round(rec.verified_step_ms, 6) in measured
-            assert round(rec.verified_now_ms, 6) == round(windows[0]["step_ms"], 6)
+            assert round(rec["verified_step_ms"], 6) in measured
+            assert round(rec["verified_now_ms"], 6) == round(windows[0]["step_ms"], 6)
             word = {"set_workers": "measured", "unresolved": "Unresolved (measured)"}.get(
-                rec.action, "No setting helps (measured)")
-            assert word in rec.sentence and "predicted" in rec.sentence or \
-                "had not reached the steady state" in rec.sentence
-            assert len(rec.verification["rows"]) == sum(1 for w in windows if w["steady"])
+                rec["action"], "No setting helps (measured)")
+            assert word in rec["sentence"] and "predicted" in rec["sentence"] or \
+                "had not reached the steady state" in rec["sentence"]
+            assert len(rec["verification"]["rows"]) == sum(1 for w in windows if w["steady"])
         else:
-            assert "Not verified" in rec.sentence
+            assert "Not verified" in rec["sentence"]
         ids = json.loads((run / "mlflow_run.json").read_text())
         history = client.get_metric_history(ids["run_id"], "verify/measured_step_ms")
-        assert len(history) == (len(rec.verification["rows"]) if rec.verified else 0)
+        assert len(history) == (len(rec["verification"]["rows"]) if rec["verified"] else 0)
     md = (study / "report" / "seed_case" / "report.md").read_text()
     assert "Verification: the model's candidates measured" in md and "Verification: what it cost" in md
 

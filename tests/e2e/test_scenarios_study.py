@@ -36,20 +36,20 @@ def test_scenarios_are_diagnosed_swept_scored_and_tracked(tmp_path):
     for name in ("python_cpu", "slow_reader"):
         diagnosis = read_json(runs / name / "diagnosis.json")
         answer, advice = diagnosis["recommendation"], diagnosis["advisor"]
-        assert answer.action in {"set_workers", "none", "cannot_help", "unresolved", "not_steady"}
+        assert answer["action"] in {"set_workers", "none", "cannot_help", "unresolved", "not_steady"}
         # One answer, steady or not: at 8 smoke steps python_cpu's window is served from the
         # batches buffered during step 0 on a fast machine (and on this one), not on a slow one.
-        if answer.action == "not_steady":
-            assert answer.settings == advice["now"] and not answer.changes
+        if answer["action"] == "not_steady":
+            assert answer["settings"] == advice["now"] and not answer["changes"]
             assert advice["pick_is_recommendation"] is False
             assert advice["sentence"].startswith("What-if for information only")
-            assert "trainer.steps" in answer.sentence
+            assert "trainer.steps" in answer["sentence"]
         elif advice["pick_is_recommendation"]:  # the model's pick, measured (or not verified)
-            assert canonical(advice["pick"]) == canonical(answer.settings)
+            assert canonical(advice["pick"]) == canonical(answer["settings"])
         else:  # measured, and the measurement chose another setting than the model's pick
-            assert answer.verified and advice["sentence"].startswith("Proposal, overruled")
-        if answer.culprit_key:
-            assert answer.culprit_key in advice["now"]
+            assert answer["verified"] and advice["sentence"].startswith("Proposal, overruled")
+        if answer["culprit_key"]:
+            assert answer["culprit_key"] in advice["now"]
     # a swept run in processes records it; MindSpore's serialisation loses the op's name there
     swept = read_json(runs / "python_cpu_w2_mp" / "summary.json")
     assert swept["operator_settings"]["pipeline.extra_transform_workers:multiprocessing"] is True
@@ -65,9 +65,9 @@ def test_scenarios_are_diagnosed_swept_scored_and_tracked(tmp_path):
     assert set(table["held out"]) == {"no"} and set(table["verified"]) <= {"yes", "no"}
     for name in ("python_cpu", "slow_reader"):  # the promise: the verified (measured) step
         answer = read_json(runs / name / "diagnosis.json")["recommendation"]
-        promise = answer.verified_step_ms if answer.verified else answer.predicted_step_ms
-        if answer.action != "set_workers":
-            promise = answer.measured_step_ms  # keeping the setting promises its own step
+        promise = answer["verified_step_ms"] if answer.get("verified") else answer["predicted_step_ms"]
+        if answer["action"] != "set_workers":
+            promise = answer["measured_step_ms"]  # keeping the setting promises its own step
         assert table.loc[name, "promised (ms)"] == round(promise)
     # MindSpore's own analyzer on the same profiles, scored like ours
     assert set(table["its culprit right"]) <= {"yes", "NO"}
@@ -89,7 +89,7 @@ def test_scenarios_are_diagnosed_swept_scored_and_tracked(tmp_path):
     assert len(arms) == 5 and all(r.info.status == "FINISHED" for r in found)
     tags = arms["python_cpu"].data.tags
     answer = read_json(runs / "python_cpu" / "diagnosis.json")["recommendation"]
-    assert tags["perfstudy.action"] == answer.action
+    assert tags["perfstudy.action"] == answer["action"]
     advice = read_json(runs / "python_cpu" / "diagnosis.json")["advisor"]
     assert ("perfstudy.advisor_pick_workers" in tags) == advice["pick_is_recommendation"]
     assert tags["perfstudy.peer.msanalyzer.advice"] == read_json(
