@@ -195,7 +195,7 @@ def test_a_window_that_outlasts_any_buffer_is_steady_whatever_the_floor_reads():
                before_window_ms=3839.0, first_measured_step=2, steps_measured=28)
     check = diagnosis.decide(s, diagnosis.advise(s, None), "highly", 946.0).validity
     assert check["steady"] and check["floor_suspect"]
-    assert "the window is steady and the pipeline-alone reading is low" in check["sentence"]
+    assert "the window is steady and the pipeline-alone reading is the one off" in check["sentence"]
     # the same window of 5 steps could have been served from the buffer: no verdict
     short = diagnosis.decide(edited(s, steps_measured=5, before_window_ms=30000.0),
                              diagnosis.advise(s, None), "highly", 946.0).validity
@@ -237,3 +237,15 @@ def test_without_a_profile_the_verdict_still_comes_from_the_host_timers():
     assert result.profiled is False
     assert result.advisor["source"].startswith("calibration")
     assert "the pipeline is the slow operator" in result.recommendation.sentence
+
+
+def test_with_nothing_buffered_a_long_window_is_steady_whatever_the_floor_reads():
+    # a pipeline-alone reading taken beside other work reads 33 % slow: the 2 steps before the
+    # window consumed every batch made (nothing buffered), so 10 steps after them are steady
+    s = edited(summary(gap_share=0.79, steady=2400, pipeline_wall=3200, compute=300, cpu_floor=1700),
+               before_window_ms=4000.0, first_measured_step=2, steps_measured=10)
+    check = diagnosis.decide(s, diagnosis.advise(s, None), "highly", 300.0).validity
+    assert check["steady"] and check["floor_suspect"]
+    short = diagnosis.decide(edited(s, steps_measured=4), diagnosis.advise(s, None), "highly",
+                             300.0).validity
+    assert not short["steady"] and short["drain_steps"] == 0 and short["steps_needed"] == 12

@@ -17,7 +17,7 @@ def test_a_slow_python_transform_is_named_as_the_culprit(tmp_path, smoke_dataset
         [PYTHON, str(REPO / "scripts" / "train.py"), "size=smoke", "experiment=baseline", "arm=slow",
          "profiler=light", f"paths.results={tmp_path}", f"paths.data_root={smoke_dataset.parent.parent}",
          "pipeline.extra_transform=perfstudy.run.transforms:Sleep",
-         "+pipeline.extra_transform_args.milliseconds=600", "trainer.steps=6", "verify.candidates=0"],
+         "+pipeline.extra_transform_args.milliseconds=600", "trainer.steps=14", "verify.candidates=0"],
         capture_output=True, text=True, timeout=600, env=env_without_mlflow())
     assert train.returncode == 0, train.stderr[-3000:]
     assert not (run_dir / "profile" / "ops").exists()  # light: no op timeline
