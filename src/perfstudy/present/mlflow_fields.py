@@ -15,7 +15,7 @@ from perfstudy.decide.claim_result import Scorecard
 from perfstudy.decide.diagnosis import verdict_label
 from perfstudy.decide.recommendation import Diagnosis, Recommendation
 from perfstudy.present.mlflow_store import TAG
-from perfstudy.run.summary import RunSummary
+from perfstudy.run.summary import SPREADS, RunSummary
 
 DIGEST_CHARS = 36  # MLflow stores a dataset digest in 36 characters; the whole sha256 is a tag
 
@@ -93,7 +93,7 @@ def summary_metrics(summary: RunSummary, stamp_ms: int) -> list:
         "workers_requested": summary.num_parallel_workers.requested or 0,
         "workers_effective": summary.num_parallel_workers.effective,
     }
-    for part in ("step_ms", "gap_ms", "fwd_bwd_ms", "tail_ms"):
+    for part in SPREADS:
         for stat, value in asdict(getattr(summary, part)).items():
             flat[f"{part}_{stat}"] = value
     for key, value in asdict(summary.calibration).items():

@@ -12,6 +12,7 @@ from perfstudy.decide.arm import Arm
 from perfstudy.decide.claim_result import Scorecard
 from perfstudy.decide.diagnosis import input_bound_band, verdict_label
 from perfstudy.present.sentences import workers_text
+from perfstudy.run.summary import SPREADS
 
 # The case study's table (CASE_STUDY.md): ResNet50, batch 32, accelerator, MindInsight.
 PUBLISHED = {
@@ -149,7 +150,7 @@ def spread_table(arms: list[Arm]) -> pd.DataFrame:
     rows = []
     for arm in arms:
         s = arm.summary
-        for part in ("step_ms", "gap_ms", "fwd_bwd_ms", "tail_ms"):
+        for part in SPREADS:
             rows.append({"arm": arm.name, "part": part,
                          **{k: f"{v:.1f}" for k, v in asdict(getattr(s, part)).items()}})
     return pd.DataFrame(rows)

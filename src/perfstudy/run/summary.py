@@ -21,6 +21,7 @@ from perfstudy.common.records import doc, read_record, write_record
 from perfstudy.run.settings import Settings, Workers
 
 FILE = "summary.json"
+SPREADS = ("step_ms", "gap_ms", "fwd_bwd_ms", "tail_ms")  # RunSummary's Spread fields
 
 
 @dataclass(frozen=True)
