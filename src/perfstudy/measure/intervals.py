@@ -1,0 +1,165 @@
+"""How sure a comparison of two timings is: paired log ratios, their interval, a 3-way outcome.
+
+The unit of replication is the *round* (Kalibera & Jones 2013: repeat at the level where the
+variance arises; Abedi & Brecht 2017: randomized multiple interleaved trials). In each round
+every setting is measured once, in a random order, so drift and start-up bias fall on all of
+them alike; the round's log ratio log(candidate / reference) is then one independent draw.
+Steps inside one window are not independent (a slow step lets the queue fill and the next ones
+are fast), so they are never the unit here: a window contributes one number, its mean step.
+
+Over n rounds the mean log ratio has a Student-t interval (n - 1 degrees of freedom). The
+outcome is decided against a margin m (a gain that matters, 10 %), in the ratio's own terms
+(r = candidate step / reference step; a gain g means r = 1 / (1 + g)):
+    faster        the whole interval below 1 / (1 + m)   (gains of at least m, all of them)
+    slower        the whole interval above 1 + m
+    equivalent    the whole interval inside [1 / (1 + m), 1 + m]
+    inconclusive  otherwise: more rounds may decide it
+(Criterion's rule: a change counts when its whole interval is beyond the noise band; the
+equivalence outcome is the two one-sided tests' reading of the same interval.)
+
+Medians of a few repeats (a claim measured in 3 runs of a study) get the exact
+order-statistic interval (benchstat's): it exists at 95 % only from 6 values on; below that
+the honest statement is the range, labelled as such.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+
+import numpy as np
+from scipy import stats
+
+from perfstudy.common.thresholds import pct
+
+LEVEL = 0.95  # every interval of the product is a 95 % interval unless it says otherwise
+
+
+class Outcome(StrEnum):
+    """What a comparison decides (its value is the word every sentence and table uses)."""
+
+    FASTER = "faster"
+    SLOWER = "slower"
+    EQUIVALENT = "equivalent"
+    INCONCLUSIVE = "inconclusive"
+
+    @property
+    def decided(self) -> bool:
+        return self is not Outcome.INCONCLUSIVE
+
+
+@dataclass(frozen=True)
+class RatioInterval:
+    """A ratio (candidate / reference) estimated over paired rounds, with its interval."""
+
+    rounds: int  # paired rounds behind it
+    ratio: float  # geometric mean of the per-round ratios
+    low: float  # interval bounds on the ratio (nan with fewer than 2 rounds)
+    high: float
+    level: float  # e.g. 0.95
+    sd_log: float  # standard deviation of the per-round log ratios (nan below 2 rounds)
+
+    @property
+    def half_width(self) -> float:
+        """Half the interval's width, as a share of the ratio (in log terms: +- this)."""
+        if not math.isfinite(self.low):
+            return math.inf
+        return (math.log(self.high) - math.log(self.low)) / 2
+
+    def gain(self) -> tuple[float, float, float]:
+        """(gain, lowest, highest) of the candidate over the reference: reference / candidate - 1."""
+        return 1 / self.ratio - 1, 1 / self.high - 1, 1 / self.low - 1
+
+    def words(self) -> str:
+        """'0.81x (0.74-0.88, 95 %, 6 rounds)': what every sentence shows."""
+        if not math.isfinite(self.low):
+            return f"{self.ratio:.2f}x (no interval from {self.rounds} round(s))"
+        return (f"{self.ratio:.2f}x ({self.low:.2f}-{self.high:.2f}, {pct(self.level)}, "
+                f"{self.rounds} rounds)")
+
+
+def ratio_interval(reference: Sequence[float], candidate: Sequence[float],
+                   level: float = LEVEL) -> RatioInterval:
+    """The paired interval of candidate / reference over rounds (round i: reference[i] with
+    candidate[i]); Student-t on the mean of the log ratios."""
+    ref = np.asarray(reference, dtype=float)
+    cand = np.asarray(candidate, dtype=float)
+    if ref.shape != cand.shape or not len(ref):
+        raise ValueError(f"paired rounds need equal, non-empty series ({len(ref)} vs {len(cand)})")
+    if (ref <= 0).any() or (cand <= 0).any():
+        raise ValueError("step times must be positive")
+    logs = np.log(cand) - np.log(ref)
+    return log_interval(logs, level)
+
+
+def log_interval(logs: Sequence[float], level: float = LEVEL) -> RatioInterval:
+    """The interval of exp(mean) of per-round log ratios."""
+    logs = np.asarray(logs, dtype=float)
+    n, mean = len(logs), float(np.mean(logs))
+    if n < 2:
+        return RatioInterval(n, math.exp(mean), math.nan, math.nan, level, math.nan)
+    sd = float(np.std(logs, ddof=1))
+    half = float(stats.t.ppf(0.5 + level / 2, n - 1)) * sd / math.sqrt(n)
+    return RatioInterval(n, math.exp(mean), math.exp(mean - half), math.exp(mean + half), level, sd)
+
+
+def outcome(interval: RatioInterval, margin: float) -> Outcome:
+    """Faster, slower, equivalent or inconclusive at a margin (see the module's doc)."""
+    if not math.isfinite(interval.low):
+        return Outcome.INCONCLUSIVE
+    fast, slow = 1 / (1 + margin), 1 + margin
+    if interval.high < fast:
+        return Outcome.FASTER
+    if interval.low > slow:
+        return Outcome.SLOWER
+    if interval.low >= fast and interval.high <= slow:
+        return Outcome.EQUIVALENT
+    return Outcome.INCONCLUSIVE
+
+
+def rounds_for(interval: RatioInterval, margin: float, level: float = LEVEL) -> int | None:
+    """About how many rounds would let an interval this noisy decide at `margin`: its half
+    width down to the distance from the estimate to the band's edge (None without a spread,
+    or when the estimate sits on the edge, where no number of rounds decides it)."""
+    if not math.isfinite(interval.sd_log) or interval.sd_log <= 0:
+        return None
+    room = abs(abs(math.log(interval.ratio)) - math.log(1 + margin))
+    if room < 0.01:
+        return None
+    z = float(stats.norm.ppf(0.5 + level / 2))
+    return max(interval.rounds, math.ceil((z * interval.sd_log / room) ** 2) + 1)
+
+
+@dataclass(frozen=True)
+class MedianInterval:
+    """A median of repeats and what can honestly be said about where it lies."""
+
+    n: int
+    median: float
+    low: float
+    high: float
+    level: float | None  # the interval's exact coverage (None: only the range is given)
+
+    def words(self, unit: str = "") -> str:
+        if self.level is None:
+            return f"{self.median:.3g}{unit} (range {self.low:.3g}-{self.high:.3g}, {self.n} runs)"
+        return f"{self.median:.3g}{unit} ({self.low:.3g}-{self.high:.3g}, {pct(self.level)}, {self.n} runs)"
+
+
+def median_interval(values: Sequence[float], level: float = LEVEL) -> MedianInterval:
+    """The median with the exact distribution-free interval between two order statistics
+    (binomial: the median lies between the j-th and k-th smallest with the coverage stated);
+    the narrowest symmetric one whose coverage reaches `level`. With too few values for that
+    (fewer than 6 at 95 %), the range, labelled as a range (level None)."""
+    x = np.sort(np.asarray(values, dtype=float))
+    n = len(x)
+    if not n:
+        raise ValueError("no values")
+    med = float(np.median(x))
+    for j in range(n // 2, 0, -1):  # j-th smallest to j-th largest (1-based), widening
+        coverage = float(stats.binom.cdf(n - j, n, 0.5) - stats.binom.cdf(j - 1, n, 0.5))
+        if coverage >= level:
+            return MedianInterval(n, med, float(x[j - 1]), float(x[n - j]), coverage)
+    return MedianInterval(n, med, float(x[0]), float(x[-1]), None)

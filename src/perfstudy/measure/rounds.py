@@ -1,0 +1,235 @@
+"""Randomized multiple interleaved trials: settings measured in rounds, each in a random order.
+
+Measuring A, then B, then C puts every drift of the host (another tenant, a warming cache, a
+throttled core) on one of them (Abedi & Brecht 2017 measured a false 38 % difference between
+identical systems that way). Here every round visits each setting once, in an order drawn from
+a seeded generator (recorded), so drift and start-up bias fall on all settings alike, and each
+round gives one paired comparison (perfstudy.measure.intervals).
+
+A *visit* is one window on one setting (the caller's function: for the training, a fresh
+pipeline whose buffered batches are drained before its steps count); it returns the window's
+mean step, or None when the window never reached a steady state. Around every visit the
+interference monitor (perfstudy.measure.interference) reads what else used the machine; a
+visit over the limit is dropped and measured again, once, in the same round (the second
+reading is kept whatever it says, and flagged).
+
+Rounds are added until `decided(rounds so far)` says every comparison is settled (sequential
+stopping, from `min_rounds` on), `max_rounds` are done, or the next round would not fit in
+`budget_s` (judged by the last round's cost; the first `min_rounds` always run: fewer cannot
+make an interval).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from perfstudy.common.records import doc
+from perfstudy.measure import interference
+from perfstudy.measure.interference import Interference
+from perfstudy.measure.intervals import LEVEL, Outcome, RatioInterval, outcome, ratio_interval, rounds_for
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Window:
+    """What one visit measured (the caller's window; the engine adds where and when)."""
+
+    step_ms: float | None = doc("the window's mean step over its counted steps "
+                                "(None: it never reached a steady state)")
+    steps: int = doc("steps the window ran, start-up and drain included")
+    steps_counted: int = doc("steps after the buffered batches were drained")
+    wall_s: float = doc("the window's wall time, pipeline start-up included")
+    step_ms_each: list[float] = doc("every step of the window (ms)", default_factory=list)
+    phases: list[str] = doc("each step's phase: startup | drain | measured", default_factory=list)
+    drain_rule: str = doc("why the steps before the first counted one were dropped", default="")
+    gap_share: float | None = doc("share of the counted steps spent waiting for data",
+                                  default=None)
+
+
+@dataclass(frozen=True)
+class Visit:
+    """One setting measured once in one round."""
+
+    setting: int = doc("the setting's index in the plan")
+    round: int = doc("the round (0-based)")
+    position: int = doc("its place in the round's random order")
+    window: Window = doc("what it measured")
+    interference: Interference | None = doc("what else used the machine meanwhile")
+    dropped: str | None = doc("why it was dropped and measured again (None: kept)", default=None)
+
+
+@dataclass(frozen=True)
+class Rounds:
+    """Every visit of an interleaved measurement, and why it stopped."""
+
+    settings: int = doc("how many settings each round visits")
+    seed: int = doc("the seed of the rounds' random orders")
+    orders: list[list[int]] = doc("each round's order of setting indices")
+    visits: list[Visit] = doc("every visit, dropped ones included, in the order run")
+    stopped: str = doc("decided | max_rounds | budget: why no further round was run")
+    wall_s: float = doc("wall time of all rounds")
+    budget_s: float | None = doc("the wall time the rounds could use (None: unlimited)")
+    max_interference: float = doc("the share of CPU time others may take before a window is "
+                                  "measured again")
+    min_rounds: int = doc("rounds run whatever the budget says", default=3)
+
+    def kept(self) -> list[Visit]:
+        return [v for v in self.visits if v.dropped is None]
+
+    def series(self, setting: int) -> list[float | None]:
+        """The setting's mean step per round (None: not steady in that round)."""
+        out: list[float | None] = [None] * len(self.orders)
+        for v in self.kept():
+            if v.setting == setting:
+                out[v.round] = v.window.step_ms
+        return out
+
+    def paired(self, reference: int, candidate: int) -> tuple[list[float], list[float]]:
+        """Both settings' steps over the rounds where both were steady."""
+        pairs = [(a, b) for a, b in zip(self.series(reference), self.series(candidate), strict=True)
+                 if a is not None and b is not None]
+        return [a for a, _ in pairs], [b for _, b in pairs]
+
+    def dropped(self) -> list[Visit]:
+        return [v for v in self.visits if v.dropped is not None]
+
+    def disturbed_kept(self, limit: float | None = None) -> int:
+        """Kept visits that were over the limit too (their second reading)."""
+        limit = self.max_interference if limit is None else limit
+        return sum(1 for v in self.kept() if v.interference and v.interference.reason(limit))
+
+
+VisitFn = Callable[[int, int], Window]  # (setting index, round) -> its window
+MonitorFn = Callable[[], interference.Load]
+
+
+@dataclass
+class Schedule:
+    """How many rounds, within what: the verification's (or a benchmark's) protocol."""
+
+    settings: int
+    seed: int
+    min_rounds: int = 3
+    max_rounds: int = 10
+    budget_s: float | None = None
+    max_interference: float = 0.10
+    decided: Callable[[Rounds], bool] = field(default=lambda rounds: False)
+
+
+def _visit(visit: VisitFn, setting: int, round_: int, position: int, limit: float,
+           monitor: MonitorFn | None) -> list[Visit]:
+    """The setting measured once, and again if the first reading was disturbed."""
+    out: list[Visit] = []
+    for attempt in range(2):
+        before = monitor() if monitor else None
+        window = visit(setting, round_)
+        seen = interference.between(before, monitor()) if monitor else None
+        reason = seen.reason(limit) if seen else None
+        if reason and attempt == 0:
+            log.info("  round %d setting %d disturbed: %s; measured again", round_ + 1, setting, reason)
+            out.append(Visit(setting, round_, position, window, seen, dropped=reason))
+            continue
+        out.append(Visit(setting, round_, position, window, seen))
+        break
+    return out
+
+
+def run(visit: VisitFn, schedule: Schedule, monitor: MonitorFn | None = interference.snapshot,
+        clock: Callable[[], float] = time.perf_counter) -> Rounds:
+    """Measure every setting in rounds of random order until decided, max_rounds or budget."""
+    rng = np.random.default_rng(schedule.seed)
+    started = clock()
+    orders: list[list[int]] = []
+    visits: list[Visit] = []
+    last_round_s = 0.0
+    stopped = "max_rounds"
+
+    def so_far(stop: str) -> Rounds:
+        return Rounds(schedule.settings, schedule.seed, [list(o) for o in orders], list(visits),
+                      stop, clock() - started, schedule.budget_s, schedule.max_interference,
+                      schedule.min_rounds)
+
+    for round_ in range(schedule.max_rounds):
+        spent = clock() - started
+        if (round_ >= schedule.min_rounds and schedule.budget_s is not None
+                and spent + last_round_s > schedule.budget_s):
+            stopped = "budget"
+            break
+        order = [int(i) for i in rng.permutation(schedule.settings)]
+        orders.append(order)
+        round_started = clock()
+        for position, setting in enumerate(order):
+            visits.extend(_visit(visit, setting, round_, position, schedule.max_interference,
+                                 monitor))
+        last_round_s = clock() - round_started
+        log.info("round %d of at most %d done in %.0f s (order %s)", round_ + 1,
+                 schedule.max_rounds, last_round_s, order)
+        if round_ + 1 >= schedule.min_rounds and schedule.decided(so_far("decided")):
+            stopped = "decided"
+            break
+    return so_far(stopped)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One setting against the reference over the paired rounds: ratio, interval, outcome."""
+
+    setting: int = doc("the setting's index in the plan")
+    rounds: int = doc("paired rounds behind it (both settings steady)")
+    ratio: float | None = doc("its step / the reference's, geometric mean over the rounds "
+                              "(None: no paired round)")
+    low: float | None = doc("the interval's low end (None below 2 rounds)")
+    high: float | None = doc("the interval's high end (None below 2 rounds)")
+    level: float = doc("the interval's coverage")
+    outcome: str = doc("faster | slower | equivalent | inconclusive, at the margin")
+    margin: float = doc("the gain that decides (a ratio beyond 1 / (1 + margin) or 1 + margin)")
+    rounds_needed: int | None = doc("about how many rounds would decide it, when inconclusive",
+                                    default=None)
+
+    @property
+    def interval(self) -> RatioInterval | None:
+        if self.ratio is None:
+            return None
+        return RatioInterval(self.rounds, self.ratio, self.low or math.nan, self.high or math.nan,
+                             self.level, math.nan)
+
+    @property
+    def decided(self) -> bool:
+        return self.outcome != Outcome.INCONCLUSIVE.value
+
+    def words(self) -> str:
+        """'0.81x (0.74-0.88, 95 %, 6 rounds)'."""
+        return self.interval.words() if self.interval else "not measured in any paired round"
+
+
+def compare(rounds: Rounds, reference: int, candidate: int, margin: float,
+            level: float = LEVEL) -> Comparison:
+    """The candidate's paired ratio to the reference over the rounds, and its outcome."""
+    ref, cand = rounds.paired(reference, candidate)
+    if not ref:
+        return Comparison(candidate, 0, None, None, None, level, Outcome.INCONCLUSIVE.value, margin)
+    found = ratio_interval(ref, cand, level)
+    decided = outcome(found, margin)
+    finite = math.isfinite(found.low)
+    return Comparison(candidate, found.rounds, found.ratio, found.low if finite else None,
+                      found.high if finite else None, level, decided.value, margin,
+                      None if decided.decided else rounds_for(found, margin, level))
+
+
+def compare_all(rounds: Rounds, margin: float, reference: int = 0,
+                level: float = LEVEL) -> list[Comparison]:
+    """Every other setting against the reference."""
+    return [compare(rounds, reference, i, margin, level)
+            for i in range(rounds.settings) if i != reference]
+
+
+def all_decided(margin: float, reference: int = 0, level: float = LEVEL) -> Callable[[Rounds], bool]:
+    """A stopping rule: every setting's comparison with the reference is decided."""
+    return lambda rounds: all(c.decided for c in compare_all(rounds, margin, reference, level))

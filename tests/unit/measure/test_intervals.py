@@ -1,0 +1,103 @@
+"""The decision rule on synthetic rounds (seeded; nothing is timed): paired log ratios, their
+Student-t interval, the three outcomes, and the order-statistic interval of a median."""
+
+import math
+
+import numpy as np
+import pytest
+
+from perfstudy.measure.intervals import (
+    MedianInterval,
+    Outcome,
+    log_interval,
+    median_interval,
+    outcome,
+    ratio_interval,
+    rounds_for,
+)
+
+MARGIN = 0.10
+
+
+def test_a_clear_gain_is_faster_and_its_interval_is_the_t_interval_of_the_log_ratios():
+    ref = [100.0, 110.0, 95.0, 105.0]
+    cand = [80.0, 86.0, 77.0, 84.0]
+    found = ratio_interval(ref, cand)
+    logs = np.log(np.array(cand) / np.array(ref))
+    assert found.rounds == 4 and found.ratio == pytest.approx(math.exp(logs.mean()))
+    half = 3.182446 * logs.std(ddof=1) / 2  # t(0.975, 3) x sd / sqrt(4)
+    assert math.log(found.high / found.ratio) == pytest.approx(half, rel=1e-5)
+    assert outcome(found, MARGIN) is Outcome.FASTER
+    gain, low, high = found.gain()
+    assert low < gain < high and low > MARGIN
+    assert "4 rounds" in found.words() and "95 %" in found.words()
+
+
+def test_slower_equivalent_and_inconclusive():
+    assert outcome(log_interval([0.25, 0.22, 0.27, 0.24]), MARGIN) is Outcome.SLOWER
+    assert outcome(log_interval([0.01, -0.02, 0.0, 0.015, -0.01]), MARGIN) is Outcome.EQUIVALENT
+    wide = log_interval([0.3, -0.3, 0.1])
+    assert outcome(wide, MARGIN) is Outcome.INCONCLUSIVE and not Outcome.INCONCLUSIVE.decided
+    # a gain surely there but possibly under the margin is not "faster"
+    assert outcome(log_interval([-0.12, -0.05, -0.10, -0.07]), MARGIN) is Outcome.INCONCLUSIVE
+
+
+def test_one_round_has_no_interval_and_decides_nothing():
+    one = log_interval([-0.5])
+    assert math.isnan(one.low) and one.half_width == math.inf
+    assert outcome(one, MARGIN) is Outcome.INCONCLUSIVE
+    assert "no interval" in one.words()
+
+
+def test_unpaired_or_non_positive_series_are_refused():
+    with pytest.raises(ValueError, match="equal"):
+        ratio_interval([1.0, 2.0], [1.0])
+    with pytest.raises(ValueError, match="positive"):
+        ratio_interval([1.0, 0.0], [1.0, 1.0])
+
+
+def test_rounds_needed_shrinks_as_the_estimate_leaves_the_margin():
+    near = log_interval([-0.08, -0.14, -0.11])
+    far = log_interval([-0.28, -0.34, -0.31])
+    assert rounds_for(far, MARGIN) < rounds_for(near, MARGIN)
+    assert rounds_for(log_interval([0.0, 0.0, 0.0]), MARGIN) is None  # no spread
+
+
+def _sequential(rng, true_log, sd, min_rounds=3, max_rounds=12):
+    """One comparison decided as the verification does: a round at a time, stop when decided."""
+    logs = []
+    for n in range(max_rounds):
+        logs.append(true_log + rng.normal(0, sd))
+        if n + 1 >= min_rounds:
+            decided = outcome(log_interval(logs), MARGIN)
+            if decided.decided:
+                return decided
+    return outcome(log_interval(logs), MARGIN)
+
+
+@pytest.mark.parametrize("sd", [0.05, 0.10, 0.20])
+def test_sequential_stopping_keeps_the_error_rates_on_synthetic_rounds(sd):
+    """A/A says 'changed' in <= 5 % of comparisons; a 25 % slowdown is never read as a gain;
+    with per-round noise of 10 % or less, it is detected in >= 90 %; a 10 % effect is never
+    reversed (its sign is never read the wrong way)."""
+    rng = np.random.default_rng(7)
+    aa = [_sequential(rng, 0.0, sd) for _ in range(400)]
+    changed = sum(o in (Outcome.FASTER, Outcome.SLOWER) for o in aa) / len(aa)
+    assert changed <= 0.05
+    big = [_sequential(rng, math.log(1.25), sd) for _ in range(400)]
+    assert Outcome.FASTER not in big
+    if sd <= 0.10:
+        assert sum(o is Outcome.SLOWER for o in big) / len(big) >= 0.90
+    small = [_sequential(rng, math.log(1.10), sd) for _ in range(400)]
+    assert Outcome.FASTER not in small
+
+
+def test_a_median_of_few_repeats_is_given_with_its_range_not_a_95_interval():
+    three = median_interval([3.0, 1.0, 2.0])
+    assert three == MedianInterval(3, 2.0, 1.0, 3.0, None)
+    assert "range" in three.words(" ms")
+    six = median_interval([5, 1, 4, 2, 6, 3])
+    assert six.level == pytest.approx(1 - 2 / 64) and (six.low, six.high) == (1, 6)
+    ten = median_interval(range(1, 11))
+    assert (ten.low, ten.high) == (2, 9) and ten.level == pytest.approx(0.9785, abs=1e-3)
+    assert "95 %" not in ten.words() and "98 %" in ten.words()
