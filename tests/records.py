@@ -90,3 +90,29 @@ def make_diagnosis(fields: dict[str, Any] | None = None, **more: Any):
                                                         else rec or {})}
     data[SCHEMA_KEY] = Diagnosis.SCHEMA_VERSION
     return from_dict(Diagnosis, data, "a test's diagnosis")
+
+
+def make_verification(plan: list[tuple[dict, float]], series: list[list[float | None]],
+                      training_wall_s: float = 100.0, dropped: int = 0):
+    """A Verification as the rounds would record it: plan[i] = (settings, predicted ms),
+    series[i] = setting i's mean step per round (None: not steady that round). Round r visits
+    the settings in order r % n rotated (any order: the decision pairs by round)."""
+    from perfstudy.measure.interference import Interference
+    from perfstudy.measure.rounds import Rounds, Visit, Window
+    from perfstudy.run.verify_record import Planned, Verification
+
+    n, count = len(plan), len(series[0])
+    planned = [Planned("current" if i == 0 else "candidate", i, settings, str(settings),
+                       predicted, "pipeline", False) for i, (settings, predicted) in enumerate(plan)]
+    orders = [[(r + i) % n for i in range(n)] for r in range(count)]
+    visits = []
+    for r, order in enumerate(orders):
+        for position, setting in enumerate(order):
+            step = series[setting][r]
+            window = Window(step, 8, 4 if step else 0, 1.0)
+            if len(visits) < dropped:
+                visits.append(Visit(setting, r, position, window, Interference(1.0, 0.3, 0.0),
+                                    dropped="other processes 30 % of the CPU time"))
+            visits.append(Visit(setting, r, position, window, Interference(1.0, 0.0, 0.0)))
+    rounds = Rounds(n, 1, orders, visits, "decided", 10.0 * count, training_wall_s, 0.10)
+    return Verification(planned, rounds, training_wall_s, 1.0)

@@ -135,9 +135,9 @@ def test_every_arm_is_profiled_and_diagnosed(study):
 
 
 def test_every_answer_is_measured_before_it_is_given(study):
-    """The model proposes, the training measures: each arm's best other candidates ran in
-    windows of their own after its measured window (its own setting's measurement), and the
-    answer quotes a measured step."""
+    """The model proposes, the training measures: each arm's own setting and its best other
+    candidates ran in interleaved rounds after its measured window (every round each setting
+    once, in a recorded random order), and the answer quotes the paired ratio's interval."""
     from mlflow.tracking import MlflowClient
 
     client = MlflowClient(f"sqlite:///{study}/mlflow/mlflow.db")
@@ -146,35 +146,38 @@ def test_every_answer_is_measured_before_it_is_given(study):
         summary = json.loads((run / "summary.json").read_text())
         rec = json.loads((run / "diagnosis.json").read_text())["recommendation"]
         verification = summary["verification"]
-        if not verification["windows"]:  # the measured window was not steady: nothing verified
+        if not verification["plan"]:  # the measured window was not steady: nothing verified
             assert rec["action"] == "not_steady" and "not steady" in verification["skipped"]
             continue
-        windows = verification["windows"]
+        plan, rounds = verification["plan"], verification["rounds"]
         settings = len(json.loads((run / "diagnosis.json").read_text())["advisor"]["predictions"])
-        assert windows[0]["role"] == "current" and len(windows) == 1 + min(2, settings - 1)
-        own, short = windows[0], windows[1:]
-        # the run's own setting is its measured window; the candidates ran after it, numbered on
-        assert own["main_window"] and own["steps"] == 0 and own["steps_measured"] == summary["steps_measured"]
-        assert own["step_ms"] == pytest.approx(summary["steady_step_ms"], rel=1e-3)
-        assert short[0]["first_step"] == len(pd.read_csv(run / "steps.csv"))
-        assert len({json.dumps(w["settings"], sort_keys=True) for w in windows}) == len(windows)
-        for w in short:
-            assert 1 + 2 <= w["steps"] <= 1 + 4 and w["step_ms"] > 0  # start-up, 2-4 measured
-        assert 0 < verification["share_of_training"] and verification["budget_share"] == 0.25
-        if rec["verified"]:  # the promise is a measured step, the prediction beside it
-            measured = {round(w["step_ms"], 6) for w in windows}
-            assert round(rec["verified_step_ms"], 6) in measured
-            assert round(rec["verified_now_ms"], 6) == round(windows[0]["step_ms"], 6)
-            word = {"set_workers": "measured", "unresolved": "Unresolved (measured)"}.get(
+        assert plan[0]["role"] == "current" and len(plan) == 1 + min(2, settings - 1)
+        assert len({json.dumps(p["settings"], sort_keys=True) for p in plan}) == len(plan)
+        assert 3 <= len(rounds["orders"]) <= 4  # smoke: min_rounds 3, max_rounds 4
+        assert all(sorted(order) == list(range(len(plan))) for order in rounds["orders"])
+        kept = [v for v in rounds["visits"] if v["dropped"] is None]
+        assert len(kept) == len(plan) * len(rounds["orders"])  # the own setting in every round too
+        assert sum(1 for v in kept if v["setting"] == 0) == len(rounds["orders"])
+        assert len(rounds["visits"]) - len(kept) <= len(kept)  # each measured again at most once
+        for v in kept:
+            assert v["window"]["phases"][0] == "startup" and v["window"]["steps"] <= 1 + 8
+            assert v["interference"]["wall_s"] > 0
+        assert verification["budget_share"] == 1.0
+        if rec["verified"]:  # the promise is a measured ratio with its interval
+            checked = rec["verification"]
+            assert checked["rounds"] == len(rounds["orders"])
+            word = {"set_workers": "measured", "inconclusive": "Inconclusive (measured)"}.get(
                 rec["action"], "No setting helps (measured)")
-            assert word in rec["sentence"] and "predicted" in rec["sentence"] or \
-                "had not reached the steady state" in rec["sentence"]
-            assert len(rec["verification"]["rows"]) == sum(1 for w in windows if w["steady"])
+            assert word in rec["sentence"] and "interleaved rounds" in rec["sentence"]
+            assert "95 %" in rec["sentence"] or "no interval" in rec["sentence"]
+            for row in checked["settings"][1:]:
+                assert row["comparison"]["outcome"] in ("faster", "slower", "equivalent", "inconclusive")
         else:
             assert "Not verified" in rec["sentence"]
         ids = json.loads((run / "mlflow_run.json").read_text())
         history = client.get_metric_history(ids["run_id"], "verify/measured_step_ms")
-        assert len(history) == (len(rec["verification"]["rows"]) if rec["verified"] else 0)
+        steady = [r for r in rec["verification"]["settings"] if r["measured_ms"]] if rec["verified"] else []
+        assert len(history) == len(steady)
     md = (study / "report" / "seed_case" / "report.md").read_text()
     assert "Verification: the model's candidates measured" in md and "Verification: what it cost" in md
 

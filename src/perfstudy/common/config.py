@@ -156,9 +156,14 @@ def _validate_verify(cfg: DictConfig) -> None:
         raise ConfigError(f"verify.min_steps is {ver.min_steps} and verify.max_steps "
                           f"{ver.max_steps}; use 2 <= min_steps <= max_steps (a window's noise "
                           "needs two steps).")
-    if not 0 < ver.target_rse < 1 or not 0 < ver.budget_share:
-        raise ConfigError(f"verify.target_rse is {ver.target_rse} and verify.budget_share "
-                          f"{ver.budget_share}; use a share in (0, 1) and a positive share.")
+    if not 2 <= ver.min_rounds <= ver.max_rounds:
+        raise ConfigError(f"verify.min_rounds is {ver.min_rounds} and verify.max_rounds "
+                          f"{ver.max_rounds}; use 2 <= min_rounds <= max_rounds (an interval "
+                          "needs two rounds).")
+    if not 0 < ver.budget_share or not 0 < ver.max_interference < 1:
+        raise ConfigError(f"verify.budget_share is {ver.budget_share} and "
+                          f"verify.max_interference {ver.max_interference}; use a positive "
+                          "share and a share in (0, 1).")
 
 
 def _validate_profiler(cfg: DictConfig) -> None:

@@ -161,22 +161,27 @@ class ProfilerConfig:
 @dataclass
 class VerifyConfig:
     """The model proposes, a measurement decides: after the measured window (and the profile),
-    the training runs a short window on a freshly built pipeline at each of the model's best
-    `candidates` settings; the run's own setting is its measured window; the recommendation is
-    the best measured one."""
+    the training measures the run's own setting and the model's best `candidates` settings in
+    interleaved rounds (each round visits every setting once, in a random order; each visit a
+    window on a freshly built pipeline); each candidate's step over the own setting's, paired
+    by round, gets a 95 % interval, and only an interval wholly beyond a 10 % gain changes
+    the recommendation (perfstudy.measure.rounds, perfstudy.decide.verification)."""
 
     candidates: int = 2  # settings verified beside the run's own (0: no verification)
-    # also a short window at the run's own setting (a check that short windows read like the
-    # run's long one; one window more)
-    own_window: bool = False
     warmup_steps: int = 0  # steps dropped after a window's step 0 (the graphs are warm)
-    min_steps: int = 3  # measured steps per window, at least (after start-up and warm-up)
-    max_steps: int = 10  # at most, when the steps keep varying
-    # a window ends once the standard error of its mean step is this share of the mean
-    target_rse: float = 0.03
-    # what the windows may cost, as a share of the training run before them (stated in the
-    # report; a window that would start past it is skipped, except the first two candidates)
-    budget_share: float = 0.25
+    # steps a window counts, after its start-up and the batches buffered during it (drained)
+    min_steps: int = 4
+    # the most steps one window runs; one whose buffered batches are not drained by then is
+    # not steady and pairs nothing in its round
+    max_steps: int = 12
+    min_rounds: int = 3  # rounds run whatever the budget says (fewer make no interval)
+    max_rounds: int = 12  # rounds at most; fewer once every candidate is decided
+    # what the rounds may cost, as a share of the training's wall time before them: a round
+    # that would end past it is not started (after min_rounds)
+    budget_share: float = 1.0
+    # a window in which other processes and the hypervisor took more than this share of the
+    # CPU time is measured again, once (perfstudy.measure.interference)
+    max_interference: float = 0.10
 
 
 @dataclass

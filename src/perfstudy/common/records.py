@@ -106,6 +106,8 @@ def _value(hint: Any, value: Any, where: str) -> Any:
         raise RecordError(f"{where} is null, which its type ({_name(hint)}) does not allow; "
                           "the code that made the record has a bug: please report it.")
     if dataclasses.is_dataclass(hint):
+        if isinstance(value, hint):  # already built (a record made in code, not read back)
+            return value
         if not isinstance(value, dict):
             raise RecordError(f"{where} should be an object, not {value!r}.")
         return _build(hint, value, where)

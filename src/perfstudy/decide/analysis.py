@@ -25,6 +25,7 @@ from perfstudy.decide import diagnosis, peers, verification
 from perfstudy.decide.recommendation import Diagnosis, write_diagnosis
 from perfstudy.measure import minddata, msanalyzer, timeline
 from perfstudy.run.summary import read_summary
+from perfstudy.run.verify_record import Proposal
 
 log = logging.getLogger(__name__)
 
@@ -77,15 +78,15 @@ def diagnose_run(run_dir: str | Path) -> dict[str, Any]:
             "cross": cross}
 
 
-def propose(run_dir: str | Path, k: int) -> dict[str, Any]:
+def propose(run_dir: str | Path, k: int) -> Proposal:
     """The verification plan of a trained run (perfstudy.run.verify measures it): the run's own
     setting and the model's best k others; none when the measured window was not steady."""
     found = diagnose_run(run_dir)["diagnosis"]
     if found.recommendation.action == "not_steady":
-        return {"windows": [], "skipped": "the measured window was not steady, so no verdict "
-                "was issued and nothing was verified"}
-    return {"windows": verification.plan(found.advisor, k),
-            "model_recommendation": found.recommendation.sentence}
+        return Proposal([], skipped="the measured window was not steady, so no verdict was "
+                        "issued and nothing was verified")
+    return Proposal(verification.plan(found.advisor, k),
+                    model_recommendation=found.recommendation.sentence)
 
 
 def peer_readings(run: Path, found: dict[str, Any]) -> dict[str, Any]:

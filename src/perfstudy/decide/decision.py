@@ -33,7 +33,7 @@ from perfstudy.common.thresholds import GAIN_THAT_MATTERS, NOT_STEADY, WITHIN_BE
 from perfstudy.decide.advisor import COMPUTES, canonical, describe_settings, predict, stage_ms, step_swing
 from perfstudy.decide.fixes import DECODE_OPS, prepared_prediction, remedies
 from perfstudy.decide.recommendation import Recommendation
-from perfstudy.decide.verification import reference, verdict
+from perfstudy.decide.verification import HELPS, INCONCLUSIVE, Checked, protocol_words, verdict
 from perfstudy.run.settings import ADDRESSED, MP, Settings
 from perfstudy.run.summary import RunSummary
 
@@ -166,13 +166,12 @@ def decide(summary: RunSummary, advice: dict[str, Any], band: str, compute_ms: f
         The Recommendation every later stage presents (typed: each field, on every branch).
     """
     answer, input_side, fixes = _model_answer(summary, advice, band, compute_ms, queue_culprit)
-    checked = None if answer["action"] == "not_steady" else verdict(summary.verification,
-                                                                    reference(summary))
+    checked = None if answer["action"] == "not_steady" else verdict(summary.verification)
     if checked is not None:  # the measurement decides
-        answer = _verified(answer, checked, advice, summary, input_side, fixes)
+        answer = _verified(answer, checked, advice, input_side, fixes)
     elif summary.verification and answer["action"] != "not_steady":
-        answer["sentence"] += (" Not verified: " + (summary.verification.get("skipped")
-                               or "no verification window was steady") + ".")
+        answer["sentence"] += (" Not verified: " + (summary.verification.skipped
+                               or "the run's own setting was never steady in a round") + ".")
     return from_dict(Recommendation, answer, "the decision")
 
 
@@ -254,76 +253,62 @@ def _what_binds(now_row: dict[str, Any], advice: dict[str, Any], slowest: dict[s
             f"{advice['network_wall_ms']:.0f} ms: they take turns")
 
 
-def _verified(answer: dict[str, Any], checked: dict[str, Any], advice: dict[str, Any],
-              summary: RunSummary, input_side: bool, fixes: list[str]) -> dict[str, Any]:
-    """The answer the verification windows give (perfstudy.decide.verification): the best
-    measured setting, with its predicted and measured step; or no setting helps (measured)."""
-    now, chosen = checked["now"], checked["chosen"]
-    short = [r["steps"] for r in checked["rows"] if not r.get("main_window")]
-    spans = f"{min(short)}-{max(short)}" if short and min(short) != max(short) else f"{short[0]}" if short else "0"
-    if now.get("main_window"):
-        n = (f"{len(short)} other setting(s) measured, {spans} steps each on a fresh pipeline, against "
-             f"the run's own {now['steps_measured']}-step window")
-    else:
-        n = f"{checked['measured']} settings measured, {spans} steps each on a fresh pipeline"
-    base = {**answer, "verified": True, "verification": {
-        k: checked[k] for k in ("helps", "unresolved", "unrepresentative", "bar", "measured", "rows")},
-        "verified_now_ms": now["step_ms"], "verified_step_ms": chosen["step_ms"]}
-    if checked["helps"]:
-        settings = canonical(chosen["settings"])
+def _verified(answer: dict[str, Any], checked: Checked, advice: dict[str, Any],
+              input_side: bool, fixes: list[str]) -> dict[str, Any]:
+    """The answer the verification's rounds give (perfstudy.decide.verification): the chosen
+    setting with its measured ratio and interval; no gain (measured); or inconclusive."""
+    own, chosen = checked.own, checked.picked
+    how = protocol_words(checked)
+    base = {**answer, "verified": True, "verification": checked, "verified_now_ms": own.measured_ms,
+            "verified_step_ms": chosen.measured_ms}
+    if checked.outcome == HELPS:
+        settings = canonical(chosen.settings)
         changes = setting_changes(settings, advice["now"])
         culprit_key = next((k for k in changes if not k.endswith(MP)),
                            next(iter(changes)).removesuffix(MP))
         stage = next((s for s in advice["stages"] if s["key"] == culprit_key), None)
-        gain = now["step_ms"] / chosen["step_ms"] - 1
-        sentence = (f"Set {describe_changes(changes, advice)}: measured {chosen['step_ms']:.0f} ms per "
-                    f"step against {now['step_ms']:.0f} ms at the current setting ({1 + gain:.2f}x; "
-                    f"{n}; a change must clear {pct(checked['bar'])}), predicted "
-                    f"{chosen['predicted_ms']:.0f} ms "
-                    f"({pct(chosen['predicted_ms'] / chosen['step_ms'] - 1, signed=True)})")
+        comp = chosen.comparison
+        gain, low, high = comp.interval.gain()
+        sentence = (f"Set {describe_changes(changes, advice)}: measured {comp.words()} the current "
+                    f"setting's step, a gain of {pct(gain)} ({pct(low)} to {pct(high)}; a change "
+                    f"must clear {pct(checked.margin)} over the whole interval), "
+                    f"{chosen.measured_ms:.0f} against {own.measured_ms:.0f} ms; predicted "
+                    f"{chosen.predicted_ms:.0f} ms ({pct(chosen.error, signed=True)}); {how}")
         if stage is not None:
             sentence += f"; {stage['label']} is the slow operator"
         return {**base, "bound": "input", "action": "set_workers", "changes": changes,
-                "settings": settings, "predicted_step_ms": chosen["predicted_ms"],
-                "measured_gain": gain, "predicted_gain": now["predicted_ms"] / chosen["predicted_ms"] - 1,
+                "settings": settings, "predicted_step_ms": chosen.predicted_ms,
+                "measured_gain": gain, "predicted_gain": own.predicted_ms / chosen.predicted_ms - 1,
                 "culprit_key": culprit_key, "culprit_label": stage["label"] if stage else culprit_key,
                 "culprit_kind": culprit_kind(stage),
                 "workers": changes.get(culprit_key), "remedies": [], "sentence": sentence + "."}
-    best = checked["best"]
-    kept = {**base, "action": "unresolved", "changes": {}, "settings": canonical(advice["now"]),
-            "predicted_step_ms": now["predicted_ms"], "predicted_gain": 0.0, "measured_gain": 0.0,
-            "workers": None, "remedies": fixes}  # the windows cannot tell: the setting is kept
-    if checked["unrepresentative"] is not None:
-        sentence = (f"Unresolved (measured): the short window at the current setting took "
-                    f"{now['step_ms']:.0f} ms per step, {pct(checked['unrepresentative'], signed=True)} off "
-                    f"the run's own measured window ({checked['own']['step_ms']:.0f} ms; beyond the "
-                    f"{pct(checked['bar'])} of their noise), so the {n} had not reached the "
-                    "steady state and decide nothing; the setting is kept. Longer windows decide it: "
-                    "raise verify.budget_share and verify.max_steps")
-        return {**kept, "sentence": sentence + "."}
-    if checked["unresolved"]:
-        sentence = (f"Unresolved (measured): {best['label']} took {best['step_ms']:.0f} ms against "
-                    f"{now['step_ms']:.0f} ms now ({now['step_ms'] / best['step_ms']:.2f}x; {n}), but "
-                    f"the windows' noise (a change must clear {pct(checked['bar'])}) is larger "
-                    f"than the gain, so the setting is kept; the model predicted {best['predicted_ms']:.0f} "
-                    "ms there. Longer windows decide it: raise verify.budget_share (and "
-                    "verify.max_steps)")
-        return {**kept, "sentence": sentence + "."}
+    readings = "; ".join(f"{m.label} {m.comparison.words()}" for m in checked.settings[1:]
+                         if m.comparison)
+    if checked.outcome == INCONCLUSIVE:
+        open_ = checked.open_candidate()
+        needed = open_.comparison.rounds_needed if open_ else None
+        sentence = (f"Inconclusive (measured): {readings}; "
+                    + (f"{open_.label}'s interval holds both a gain of {pct(checked.margin)} and "
+                       "less" if open_ else "no candidate paired with the current setting")
+                    + f", so the setting is kept ({how}). More rounds decide it"
+                    + (f" (about {needed} in all)" if needed else "")
+                    + ": raise verify.max_rounds and verify.budget_share")
+        return {**base, "action": "inconclusive", "changes": {}, "settings": canonical(advice["now"]),
+                "predicted_step_ms": own.predicted_ms, "predicted_gain": 0.0,
+                "measured_gain": 0.0, "workers": None, "remedies": fixes,
+                "sentence": sentence + "."}
     action = "cannot_help" if input_side else "none"
     bound = answer["bound"] if answer["action"] != "set_workers" else (
         "input" if input_side else "compute")
-    sentence = (f"No setting helps (measured): the fastest was "
-                f"{'the current one' if best is now else best['label']} at {best['step_ms']:.0f} ms "
-                f"against {now['step_ms']:.0f} ms now ({n}), within the {pct(checked['bar'])} a change "
-                f"must clear ({pct(GAIN_THAT_MATTERS)}, or the windows' noise if larger; the model predicted "
-                f"{now['predicted_ms']:.0f} -> "
-                f"{answer['model_answer']['predicted_step_ms']:.0f} ms"
+    sentence = (f"No setting helps (measured): every candidate's interval rules out a gain of "
+                f"{pct(checked.margin)}: {readings} ({how}; the model predicted "
+                f"{own.predicted_ms:.0f} -> {answer['model_answer']['predicted_step_ms']:.0f} ms"
                 + (f" for {describe_settings(answer['model_answer']['settings'], advice)}"
                    if answer["model_answer"]["action"] == "set_workers" else "") + ")")
     if fixes:
         sentence += "; what would: " + "; ".join(fixes)
     return {**base, "bound": bound, "action": action, "changes": {},
-            "settings": canonical(advice["now"]), "predicted_step_ms": now["predicted_ms"],
+            "settings": canonical(advice["now"]), "predicted_step_ms": own.predicted_ms,
             "predicted_gain": 0.0, "measured_gain": 0.0, "workers": None, "remedies": fixes,
             "sentence": sentence + "."}
 

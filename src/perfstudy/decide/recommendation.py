@@ -13,10 +13,11 @@ from pathlib import Path
 from typing import Any
 
 from perfstudy.common.records import doc, read_record, write_record
+from perfstudy.decide.verification import Checked
 from perfstudy.run.settings import Settings
 
 FILE = "diagnosis.json"
-ACTIONS = ("set_workers", "cannot_help", "none", "unresolved", "not_steady")
+ACTIONS = ("set_workers", "cannot_help", "none", "inconclusive", "not_steady")
 
 
 @dataclass(frozen=True)
@@ -37,7 +38,7 @@ class Recommendation:
     predicted_now_ms: float = doc("the model's step at the run's own setting")
     source: str = doc("what the model was built from: profile | calibration")
     bound: str = doc("input | cpu | compute | not_steady")
-    action: str = doc("set_workers | cannot_help | none | unresolved | not_steady")
+    action: str = doc("set_workers | cannot_help | none | inconclusive | not_steady")
     settings: Settings = doc("the recommended operator settings (all sized keys)")
     predicted_step_ms: float = doc("the model's step at the recommended settings")
     sentence: str = doc("the answer in one paragraph")
@@ -58,18 +59,19 @@ class Recommendation:
     verified: bool = doc("the answer was decided by the verification windows", default=False)
     model_answer: ModelAnswer | None = doc("the model's own answer, before measurement",
                                            default=None)
-    verification: dict[str, Any] | None = doc("the verification's verdict and its windows",
-                                               default=None)
+    verification: Checked | None = doc("what the verification's interleaved rounds decided",
+                                       default=None)
     verified_now_ms: float | None = doc("the run's own setting, measured", default=None)
     verified_step_ms: float | None = doc("the chosen setting, measured", default=None)
-    measured_gain: float | None = doc("own / chosen measured step - 1", default=None)
+    measured_gain: float | None = doc("the chosen setting's measured gain over the run's own "
+                                      "(1 / its paired ratio - 1)", default=None)
 
 
 @dataclass(frozen=True)
 class Diagnosis:
     """One arm's diagnosis (diagnosis.json): the evidence, and the answer decided from it."""
 
-    SCHEMA_VERSION = 1
+    SCHEMA_VERSION = 2  # 2: the verification decided by interleaved rounds (typed)
     KIND = "diagnosis (diagnosis.json)"
     RERUN = ("analyse that arm again with this code (snakemake --cores all --forcerun analyze), "
              "or retrain it (--forcerun train)")

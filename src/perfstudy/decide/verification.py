@@ -1,39 +1,88 @@
 """The model proposes, a measurement decides.
 
-plan: which settings the training measures after its window (perfstudy.run.verify): the
-model's pick, the slow operator in each mode it can run in (threads, processes: where the
-model errs most), then the fastest predicted others, `k` in all; the run's own setting is
-measured by the run's own window (or, with verify.own_window, by a short window too).
-The model prunes: on a machine with many cores and several sized operators the settings grow
-as CPUs^operators (x2 for each Python map), and the windows stay k + 1.
+plan: which settings the training measures (perfstudy.run.verify): the run's own setting first
+(the reference), then the model's pick, the slow operator in each mode it can run in (threads,
+processes: where the model errs most), then the fastest predicted others, `k` candidates in all.
+The model prunes: on a machine with many cores and several sized operators the settings grow as
+CPUs^operators (x2 for each Python map), and the settings measured stay k + 1.
 
-verdict: what the windows say. Each window's mean step has a standard error (its steps'
-spread / sqrt(n)); two windows differ beyond noise when their ratio exceeds
-    bar = max(10 %, 2 x sqrt(rse_a^2 + rse_b^2))
-(two standard errors of the difference, and never below 10 %: the gain the diagnosis benchmark
-counts as a setting that matters; a smaller one is within what one short window on a shared
-host moves). A change is recommended only when a measured candidate beats the run's own
-setting (its measured window, the run's longest) by more than the bar; among those within the
-bar of the fastest, the cheapest (fewest changes, workers, processes).
-When a candidate measured faster by more than 10 % but not beyond the noise, the windows
-cannot tell ("unresolved": the setting is kept and the answer says how to decide it, longer
-windows); otherwise the answer is "no setting helps (measured)". With verify.own_window, a
-short window at the run's own setting is checked against the run's own measured window: when
-they differ beyond the bar, the short windows had not reached the steady state (measured on 2
-cores: a Python map's steps still moved by +-50 % over their first four) and decide nothing.
-Every verified setting's predicted step is set against its measured one (the model's error,
-by the kind of the operator).
+verdict: what the interleaved rounds decide. Every round measured every setting once, in a
+random order; per candidate, the per-round ratio of its step to the own setting's gives a 95 %
+interval (perfstudy.measure.intervals, paired by round), and against a gain that matters
+(GAIN_THAT_MATTERS, 10 %):
+* helps: some candidate's whole interval is beyond a 10 % gain; among those whose ratio is
+  within 10 % of the fastest's, the cheapest (fewest changes, workers, processes) is chosen;
+* no gain: every candidate's whole interval is short of a 10 % gain (each is equivalent,
+  slower, or faster by less than what matters);
+* inconclusive: otherwise; the setting is kept, and the answer says how many rounds would
+  decide it.
+Every setting's predicted step is set against its measured one (the model's error, by the kind
+of the operator).
 """
 
 from __future__ import annotations
 
-import math
+from dataclasses import dataclass
 from typing import Any
 
+from perfstudy.common.records import doc
 from perfstudy.common.thresholds import GAIN_THAT_MATTERS, pct
 from perfstudy.decide.advisor import canonical, cost, describe_settings, predict
+from perfstudy.measure.intervals import LEVEL
+from perfstudy.measure.rounds import Comparison, compare_all
 from perfstudy.run.settings import MP, Settings
-from perfstudy.run.summary import RunSummary
+from perfstudy.run.verify_record import Planned, Verification
+
+HELPS, NO_GAIN, INCONCLUSIVE = "helps", "no_gain", "inconclusive"
+
+
+@dataclass(frozen=True)
+class MeasuredSetting:
+    """One planned setting as the rounds measured it."""
+
+    label: str = doc("the settings as a user would type them")
+    role: str = doc("current (the reference) | candidate")
+    settings: Settings = doc("the operator settings")
+    predicted_ms: float = doc("the model's step there")
+    measured_ms: float | None = doc("mean of its steady windows' steps (None: never steady)")
+    windows: int = doc("its steady windows (one per round at most)")
+    steps: int = doc("counted steps over those windows")
+    error: float | None = doc("the model's error: predicted / measured - 1")
+    comparison: Comparison | None = doc("against the run's own setting, paired by round "
+                                        "(None for the own setting)")
+
+
+@dataclass(frozen=True)
+class Checked:
+    """What the verification's rounds decide (diagnosis.json's recommendation.verification)."""
+
+    outcome: str = doc("helps | no_gain | inconclusive")
+    chosen: int = doc("the chosen setting's index (0: the run's own, kept)")
+    settings: list[MeasuredSetting] = doc("every planned setting, measured")
+    rounds: int = doc("rounds run")
+    stopped: str = doc("decided | max_rounds | budget")
+    margin: float = doc("the gain that matters (an interval must clear it)")
+    level: float = doc("the intervals' coverage")
+    dropped: list[str] = doc("why each dropped window was measured again")
+    disturbed_kept: int = doc("windows kept although disturbed (their second reading)")
+    wall_s: float = doc("the rounds' wall time")
+    share_of_training: float = doc("their wall time over the training's")
+    budget_share: float = doc("verify.budget_share")
+
+    @property
+    def own(self) -> MeasuredSetting:
+        return self.settings[0]
+
+    @property
+    def picked(self) -> MeasuredSetting:
+        return self.settings[self.chosen]
+
+    def open_candidate(self) -> MeasuredSetting | None:
+        """The candidate that most might still be faster (inconclusive: the best estimate among
+        those not ruled out)."""
+        open_ = [m for m in self.settings[1:] if m.comparison and m.comparison.ratio is not None
+                 and not m.comparison.settled]
+        return min(open_, key=lambda m: m.comparison.ratio) if open_ else None
 
 
 def _same(a: dict[str, Any], b: dict[str, Any]) -> bool:
@@ -63,7 +112,7 @@ def _culprit_modes(advice: dict[str, Any], now: Settings) -> list[dict[str, Any]
     return [settings for _, settings in sorted(modes.values(), key=lambda m: m[0])]
 
 
-def plan(advice: dict[str, Any], k: int) -> list[dict[str, Any]]:
+def plan(advice: dict[str, Any], k: int) -> list[Planned]:
     """The windows to measure: the run's own setting first, then up to k candidates: the
     model's pick, the slow operator in each mode (threads, processes), the fastest others."""
     now = canonical(advice["now"])
@@ -80,91 +129,84 @@ def plan(advice: dict[str, Any], k: int) -> list[dict[str, Any]]:
     out = []
     for rank, settings in enumerate([now, *chosen]):
         row = predict(advice, settings)
-        out.append({"role": "current" if rank == 0 else "candidate", "rank": rank,
-                    "settings": settings, "label": describe_settings(settings, advice),
-                    "predicted_ms": row["step_ms"], "predicted_binding": row["binding"],
-                    "is_model_pick": _same(settings, pick)})
+        out.append(Planned("current" if rank == 0 else "candidate", rank, settings,
+                           describe_settings(settings, advice), row["step_ms"], row["binding"],
+                           _same(settings, pick)))
     return out
 
 
-def _noise(a: dict[str, Any], b: dict[str, Any]) -> float:
-    return 2 * math.sqrt(a["rse"] ** 2 + b["rse"] ** 2)
+def _measured(verification: Verification, comparisons: dict[int, Comparison]) -> list[MeasuredSetting]:
+    rounds = verification.rounds
+    out = []
+    for index, entry in enumerate(verification.plan):
+        steady = [v.window for v in rounds.kept() if v.setting == index and v.window.step_ms]
+        mean = sum(w.step_ms for w in steady) / len(steady) if steady else None
+        out.append(MeasuredSetting(
+            entry.label, entry.role, canonical(entry.settings), entry.predicted_ms, mean,
+            len(steady), sum(w.steps_counted for w in steady),
+            entry.predicted_ms / mean - 1 if mean else None, comparisons.get(index)))
+    return out
 
 
-def bar(a: dict[str, Any], b: dict[str, Any]) -> float:
-    """The share by which two windows must differ to count as different."""
-    return max(GAIN_THAT_MATTERS, _noise(a, b))
-
-
-def reference(summary: RunSummary) -> dict[str, Any] | None:
-    """The run's own measured window as a window: its mean step and standard error (from the
-    p10..p90 spread of its steps: 2.56 standard deviations of a normal spread)."""
-    spread, n = summary.step_ms, summary.steps_measured
-    if not summary.steady_step_ms or n < 2:
+def verdict(verification: Verification | None, margin: float = GAIN_THAT_MATTERS) -> Checked | None:
+    """What the rounds decide, or None when they cannot (no rounds, or the run's own setting
+    never steady, so nothing pairs)."""
+    if verification is None or verification.rounds is None or len(verification.plan) < 2:
         return None
-    sd = (spread.p90 - spread.p10) / 2.56
-    return {"step_ms": summary.steady_step_ms, "rse": sd / math.sqrt(n) / summary.steady_step_ms}
-
-
-def verdict(verification: dict[str, Any] | None,
-            own: dict[str, Any] | None = None) -> dict[str, Any] | None:
-    """What the windows decide, or None when they cannot (no windows, the run's own setting
-    or every candidate unmeasured or not steady). `own`: the run's measured window
-    (reference()); when a short window at the same setting (verify.own_window) differs from it
-    beyond the bar, the short windows did not reach the steady state and decide nothing
-    ("unrepresentative"). Without one, the run's own setting is its measured window."""
-    windows = [w for w in (verification or {}).get("windows", [])
-               if w.get("steady") and w.get("step_ms") and math.isfinite(w.get("rse", math.inf))]
-    now = next((w for w in windows if w["role"] == "current"), None)
-    others = [w for w in windows if w is not now]
-    if now is None or not others:
+    rounds = verification.rounds
+    if not any(rounds.series(0)):
         return None
-    drift = None if own is None or now.get("main_window") else now["step_ms"] / own["step_ms"] - 1
-    if drift is not None and abs(drift) > bar(now, own):
-        return {"now": now, "chosen": now, "best": min(windows, key=lambda w: w["step_ms"]),
-                "helps": False, "unresolved": True, "unrepresentative": drift, "own": own,
-                "bar": bar(now, own), "measured": len(windows), "rows": accuracy_rows(verification)}
-    helps = [w for w in others if now["step_ms"] / w["step_ms"] - 1 > bar(now, w)]
-    chosen = now
-    if helps:
-        fastest = min(helps, key=lambda w: w["step_ms"])
-        near = [w for w in helps if w["step_ms"] / fastest["step_ms"] - 1 <= bar(w, fastest)]
-        chosen = min(near, key=lambda w: cost(canonical(w["settings"]), canonical(now["settings"])))
-    best = min(windows, key=lambda w: w["step_ms"])
-    # faster by what matters, but not beyond the windows' noise: the windows cannot tell
-    unresolved = not helps and best is not now and now["step_ms"] / best["step_ms"] - 1 > GAIN_THAT_MATTERS
-    return {"now": now, "chosen": chosen, "best": best, "helps": bool(helps), "unresolved": unresolved,
-            "unrepresentative": None,
-            "bar": bar(now, chosen if chosen is not now else best),
-            "measured": len(windows), "rows": accuracy_rows(verification)}
+    comparisons = {c.setting: c for c in compare_all(rounds, margin, 0, LEVEL)}
+    settings = _measured(verification, comparisons)
+    faster = [c for c in comparisons.values() if c.outcome == "faster"]
+    chosen, outcome = 0, INCONCLUSIVE
+    if faster:
+        best = min(c.ratio for c in faster)
+        near = [c for c in faster if c.ratio <= best * (1 + margin)]
+        now = canonical(verification.plan[0].settings)
+        chosen = min(near, key=lambda c: (cost(settings[c.setting].settings, now), c.ratio)).setting
+        outcome = HELPS
+    elif all(c.rules_out_gain for c in comparisons.values()):
+        outcome = NO_GAIN
+    return Checked(outcome, chosen, settings, len(rounds.orders), rounds.stopped, margin, LEVEL,
+                   [v.dropped for v in rounds.dropped()], rounds.disturbed_kept(), rounds.wall_s,
+                   verification.share_of_training, verification.budget_share)
 
 
-def accuracy_rows(verification: dict[str, Any] | None) -> list[dict[str, Any]]:
-    """Predicted against measured step of every measured, steady window."""
-    rows = []
-    for w in (verification or {}).get("windows", []):
-        if w.get("steady") and w.get("step_ms"):
-            rows.append({"label": w["label"], "role": w["role"], "settings": w["settings"],
-                         "predicted_ms": w["predicted_ms"], "measured_ms": w["step_ms"],
-                         "error": (w["predicted_ms"] - w["step_ms"]) / w["step_ms"],
-                         "rse": w["rse"], "steps": w["steps_measured"],
-                         "main_window": bool(w.get("main_window"))})
-    return rows
+def protocol_words(checked: Checked) -> str:
+    """How the verdict was measured, in words (every verified answer says it)."""
+    text = (f"{checked.rounds} interleaved rounds of {len(checked.settings)} settings (each round "
+            f"every setting once, in a random order, on a fresh pipeline; stopped: "
+            f"{STOPPED_WORDS.get(checked.stopped, checked.stopped)})")
+    if checked.dropped:
+        text += (f"; {len(checked.dropped)} window(s) measured again, disturbed by "
+                 + "; ".join(sorted(set(checked.dropped))))
+    if checked.disturbed_kept:
+        text += f"; {checked.disturbed_kept} kept although disturbed twice"
+    return text
 
 
-def cost_sentence(verification: dict[str, Any] | None) -> str | None:
-    """What the verification cost, in words (None without one)."""
-    if not verification or "wall_s" not in verification:
+STOPPED_WORDS = {"decided": "every candidate settled", "max_rounds": "verify.max_rounds reached",
+                 "budget": "verify.budget_share spent"}
+
+
+def accuracy_rows(checked: Checked | None) -> list[MeasuredSetting]:
+    """Every setting measured steady: the model's predicted against the measured step."""
+    return [m for m in (checked.settings if checked else []) if m.measured_ms]
+
+
+def cost_sentence(verification: Verification | None) -> str | None:
+    """What the verification cost, in words (None without rounds)."""
+    if not verification or verification.rounds is None:
         return None
-    measured = sum(1 for w in verification["windows"] if "step_ms" in w and not w.get("main_window"))
-    skipped = sum(1 for w in verification["windows"] if "skipped" in w)
-    text = (f"Verification: {measured} window(s) of {sum(w.get('steps', 0) for w in verification['windows'])} "
-            f"steps in {verification['wall_s']:.0f} s, {pct(verification['share_of_training'])} of "
-            f"the training's {verification['training_wall_s']:.0f} s (budget "
-            f"{pct(verification['budget_share'])})"
-            + ("; the current setting is the run's own measured window"
-               if any(w.get("main_window") for w in verification["windows"]) else ""))
-    return text + (f"; {skipped} skipped past the budget." if skipped else ".")
+    rounds = verification.rounds
+    windows = len(rounds.visits)
+    steps = sum(v.window.steps for v in rounds.visits)
+    return (f"Verification: {len(rounds.orders)} rounds of {rounds.settings} settings, {windows} "
+            f"windows of {steps} steps in {rounds.wall_s:.0f} s, "
+            f"{pct(verification.share_of_training)} of the training's "
+            f"{verification.training_wall_s:.0f} s (budget {pct(verification.budget_share)}); "
+            f"stopped: {STOPPED_WORDS.get(rounds.stopped, rounds.stopped)}.")
 
 
 def operator_kind(advice: dict[str, Any], settings: Settings) -> str:

@@ -204,6 +204,17 @@ class Comparison:
     def decided(self) -> bool:
         return self.outcome != Outcome.INCONCLUSIVE.value
 
+    @property
+    def rules_out_gain(self) -> bool:
+        """Its whole interval is short of a gain of the margin: it cannot be faster by it."""
+        return self.low is not None and self.low >= 1 / (1 + self.margin)
+
+    @property
+    def settled(self) -> bool:
+        """What it means for a recommendation is known: faster by the margin, or it cannot be
+        (more rounds would not change which setting is recommended)."""
+        return self.outcome == Outcome.FASTER.value or self.rules_out_gain
+
     def words(self) -> str:
         """'0.81x (0.74-0.88, 95 %, 6 rounds)'."""
         return self.interval.words() if self.interval else "not measured in any paired round"
@@ -233,3 +244,8 @@ def compare_all(rounds: Rounds, margin: float, reference: int = 0,
 def all_decided(margin: float, reference: int = 0, level: float = LEVEL) -> Callable[[Rounds], bool]:
     """A stopping rule: every setting's comparison with the reference is decided."""
     return lambda rounds: all(c.decided for c in compare_all(rounds, margin, reference, level))
+
+
+def all_settled(margin: float, reference: int = 0, level: float = LEVEL) -> Callable[[Rounds], bool]:
+    """The verification's stopping rule: every candidate is settled (Comparison.settled)."""
+    return lambda rounds: all(c.settled for c in compare_all(rounds, margin, reference, level))

@@ -199,19 +199,28 @@ def diagnosis_metrics(diagnosis: Diagnosis, ops: pd.DataFrame | None,
 
 
 def verification_metrics(rec: Recommendation, stamp_ms: int) -> list:
-    """The verification windows as histories (step = the window's rank, 0: the run's own
-    setting): measured and predicted step and the model's error; the verified gain."""
+    """The verification as histories (step = the setting's index, 0: the run's own): measured
+    and predicted step, the model's error, each candidate's paired ratio and its interval; the
+    verified gain and the rounds behind it."""
     from mlflow.entities import Metric
 
-    checked = rec.verification or {}
+    checked = rec.verification
     out = []
-    for rank, row in enumerate(checked.get("rows", [])):
-        out += [Metric("verify/measured_step_ms", float(row["measured_ms"]), stamp_ms, rank),
-                Metric("verify/predicted_step_ms", float(row["predicted_ms"]), stamp_ms, rank),
-                Metric("verify/model_error", float(row["error"]), stamp_ms, rank)]
-    if rec.verified:
-        out += [Metric("verify/measured_gain", float(rec.measured_gain), stamp_ms, 0),
-                Metric("verify/noise_bar", float(checked["bar"]), stamp_ms, 0)]
+    for rank, row in enumerate(checked.settings if checked else []):
+        if row.measured_ms:
+            out += [Metric("verify/measured_step_ms", float(row.measured_ms), stamp_ms, rank),
+                    Metric("verify/predicted_step_ms", float(row.predicted_ms), stamp_ms, rank),
+                    Metric("verify/model_error", float(row.error), stamp_ms, rank)]
+        comp = row.comparison
+        if comp and comp.ratio is not None and comp.low is not None:
+            out += [Metric("verify/ratio", float(comp.ratio), stamp_ms, rank),
+                    Metric("verify/ratio_low", float(comp.low), stamp_ms, rank),
+                    Metric("verify/ratio_high", float(comp.high), stamp_ms, rank)]
+    if checked:
+        out.append(Metric("verify/rounds", float(checked.rounds), stamp_ms, 0))
+        out.append(Metric("verify/windows_dropped", float(len(checked.dropped)), stamp_ms, 0))
+    if rec.verified and rec.measured_gain is not None:
+        out.append(Metric("verify/measured_gain", float(rec.measured_gain), stamp_ms, 0))
     return out
 
 

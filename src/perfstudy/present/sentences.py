@@ -84,14 +84,16 @@ def verdict_line(arm: Arm, baseline: Arm | None) -> str:
     prepared = rec.prepared_prediction
     if action == "set_workers":
         parts.append(f"do: set {describe_changes(rec.changes, d.advisor)}")
-        if rec.verified:  # the promise is the measured step; the prediction beside it
+        if rec.verified:  # the promise is the measured ratio with its interval; the prediction beside it
+            comp = rec.verification.picked.comparison
             parts.append(f"verified {rec.verified_now_ms:.0f} → {rec.verified_step_ms:.0f} ms "
-                         f"({1 + rec.measured_gain:.2f}x; predicted {rec.predicted_step_ms:.0f})")
+                         f"(step {comp.words()}; predicted {rec.predicted_step_ms:.0f})")
         else:
             parts.append(f"predicted {rec.predicted_now_ms:.0f} → {rec.predicted_step_ms:.0f} ms "
                          f"({1 + rec.predicted_gain:.2f}x, not verified)")
-    elif action == "unresolved":
-        parts.append("do: nothing yet (a gain within the windows' noise); raise verify.budget_share")
+    elif action == "inconclusive":
+        parts.append("do: nothing yet (inconclusive: a gain within the interval); raise "
+                     "verify.max_rounds")
     elif action == "not_steady":
         needed = rec.validity.get("steps_needed")
         parts.append(f"do: run trainer.steps >= {needed}" if needed else "do: run more trainer.steps")

@@ -1,36 +1,35 @@
-"""The report's verification sections: each arm's windows (predicted against measured, and
-what they cost), and the model's accuracy by operator kind across a benchmark's arms."""
+"""The report's verification sections: each arm's settings measured in interleaved rounds
+(predicted against measured, the paired ratio to the run's own setting with its interval, the
+outcome), what the rounds cost, and the model's accuracy by operator kind across a benchmark."""
 
 from __future__ import annotations
 
 import pandas as pd
 
 from perfstudy.common.thresholds import PREDICTION_TARGET, pct
-from perfstudy.decide.advisor import canonical
 from perfstudy.decide.verification import accuracy_rows, cost_sentence, operator_kind
 
 
 def windows_table(arms: list) -> pd.DataFrame:
-    """One row per verification window of every arm."""
+    """One row per verified setting of every arm."""
     rows = []
     for arm in arms:
-        verification = arm.summary.verification or {}
-        advice = (arm.diagnosis.advisor if arm.diagnosis else None)
-        chosen = arm.diagnosis.recommendation.settings if arm.diagnosis else None
-        for w in verification.get("windows", []):
-            measured = w.get("step_ms")
+        checked = arm.diagnosis.recommendation.verification if arm.diagnosis else None
+        if checked is None:
+            continue
+        advice = arm.diagnosis.advisor
+        for index, m in enumerate(checked.settings):
+            comp = m.comparison
             rows.append({
-                "arm": arm.name, "setting": w["label"], "role": w["role"],
-                "kind": operator_kind(advice, w["settings"]) if advice else "",
-                "predicted (ms)": round(w["predicted_ms"]),
-                "measured (ms)": "" if measured is None else round(measured),
-                "± (se)": "" if measured is None else pct(w["rse"], 1),
-                "steps": w.get("steps_measured", ""),
-                "error": "" if measured is None
-                else pct((w["predicted_ms"] - measured) / measured, 1, signed=True),
-                "steady": w.get("skipped") or ("the run's window" if w.get("main_window")
-                                               else "yes" if w.get("steady") else "no"),
-                "recommended": "yes" if chosen is not None and canonical(w["settings"]) == canonical(chosen) else ""})
+                "arm": arm.name, "setting": m.label, "role": m.role,
+                "kind": operator_kind(advice, m.settings) if advice else "",
+                "predicted (ms)": round(m.predicted_ms),
+                "measured (ms)": "" if m.measured_ms is None else round(m.measured_ms),
+                "error": "" if m.error is None else pct(m.error, 1, signed=True),
+                "rounds": m.windows, "steps": m.steps,
+                "step / current (95 %)": "reference" if comp is None else comp.words(),
+                "outcome": "" if comp is None else comp.outcome,
+                "recommended": "yes" if index == checked.chosen and index else ""})
     return pd.DataFrame(rows)
 
 
@@ -38,33 +37,34 @@ def cost_lines(arms: list) -> list[str]:
     """Each arm's verification cost, in words."""
     lines = []
     for arm in arms:
-        text = cost_sentence(arm.summary.verification)
+        verification = arm.summary.verification
+        text = cost_sentence(verification)
         if text:
             lines.append(f"{arm.name}: {text}")
-        elif (arm.summary.verification or {}).get("skipped"):
-            lines.append(f"{arm.name}: not verified: {arm.summary.verification['skipped']}.")
+        elif verification is not None and verification.skipped:
+            lines.append(f"{arm.name}: not verified: {verification.skipped}.")
     return lines
 
 
 def accuracy_by_kind(arms: list) -> pd.DataFrame:
-    """The model's predicted-vs-measured error over every verification window, by the kind of
-    operator the window's setting is about; held-out scenarios' windows counted apart."""
+    """The model's predicted-vs-measured error over every verified setting, by the kind of
+    operator the setting is about; held-out scenarios' settings counted apart."""
     rows = []
     for arm in arms:
         advice = (arm.diagnosis.advisor if arm.diagnosis else None)
         if not advice:
             continue
         held_out = bool((arm.summary.scenario or {}).get("held_out"))
-        for row in accuracy_rows(arm.summary.verification):
-            rows.append({"kind": operator_kind(advice, row["settings"]), "held_out": held_out,
-                         "error": abs(row["error"])})
+        for row in accuracy_rows(arm.diagnosis.recommendation.verification):
+            rows.append({"kind": operator_kind(advice, row.settings), "held_out": held_out,
+                         "error": abs(row.error)})
     if not rows:
         return pd.DataFrame()
     frame = pd.DataFrame(rows)
     out = []
     for (kind, held_out), group in frame.groupby(["kind", "held_out"]):
         out.append({"operator kind": kind, "held out": "yes" if held_out else "no",
-                    "windows": len(group), "mean |error|": f"{pct(group['error'].mean(), 1)}",
+                    "settings": len(group), "mean |error|": f"{pct(group['error'].mean(), 1)}",
                     "worst |error|": f"{pct(group['error'].max(), 1)}",
                     f"within {pct(PREDICTION_TARGET)}":
                         f"{(group['error'] <= PREDICTION_TARGET).sum()} of {len(group)}"})

@@ -19,6 +19,7 @@ from typing import Any
 
 from perfstudy.common.records import doc, read_record, write_record
 from perfstudy.run.settings import Settings, Workers
+from perfstudy.run.verify_record import Verification
 
 FILE = "summary.json"
 SPREADS = ("step_ms", "gap_ms", "fwd_bwd_ms", "tail_ms")  # RunSummary's Spread fields
@@ -94,7 +95,7 @@ class DatasetFacts:
 class RunSummary:
     """One arm's trained run: its measured step, floors, calibration and provenance."""
 
-    SCHEMA_VERSION = 1
+    SCHEMA_VERSION = 2  # 2: verification in interleaved rounds (a typed record)
     KIND = "run summary (summary.json)"
     RERUN = ("retrain that arm with this code (snakemake --cores all --forcerun train), or "
              "delete its results/runs/<study>/<arm>/ folder and run snakemake again")
@@ -160,16 +161,16 @@ class RunSummary:
     profiled_window: WindowStats | None = doc("the profiled steps' step and gap share")
     run_wall_s: float = doc("the run's wall time up to the summary (training, profiling, "
                             "calibration)")
-    verification: dict[str, Any] | None = doc(
-        "the verification windows of the model's best settings (perfstudy.run.verify), and "
-        "the plan they measured", default=None)
+    verification: Verification | None = doc(
+        "the run's own setting and the model's best settings measured in interleaved rounds "
+        "(perfstudy.run.verify)", default=None)
 
     @property
     def name(self) -> str:
         """The run's folder name (the arm for its first repeat)."""
         return self.run
 
-    def with_verification(self, verification: dict[str, Any]) -> RunSummary:
+    def with_verification(self, verification: Verification) -> RunSummary:
         """The same summary with its verification windows."""
         return replace(self, verification=verification)
 

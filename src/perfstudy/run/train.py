@@ -35,6 +35,7 @@ from perfstudy.run.factories import load_target
 from perfstudy.run.settings import Workers, operator_settings
 from perfstudy.run.step import TrainStep, check_labels, precompile, timed_step
 from perfstudy.run.summary import Calibration, DatasetFacts, RunSummary, write_summary
+from perfstudy.run.verify_record import Proposal, Verification
 
 __all__ = ["check_labels", "model_classes", "queue_capacity_batches", "run", "run_seed"]
 
@@ -340,31 +341,36 @@ def summarise(cfg, frame: pd.DataFrame, drain_rule: str, measured: Measured, con
 
 
 def _verify(cfg, propose, train_step: TrainStep, source: str, run_dir: Path,
-            first_index: int, training_wall: float, measured_ms: pd.Series) -> dict[str, Any]:
-    """The verification windows of the model's best settings (and the run's own)."""
-    plan = propose(run_dir, cfg.verify.candidates)
-    if not plan["windows"]:
-        log.info("no verification: %s", plan["skipped"])
-        return plan
-    result = verify.run_windows(lambda images, labels: timed_step(train_step, images, labels),
-                                source, cfg, plan["windows"], run_seed(cfg) + 3, first_index,
-                                training_wall, measured_ms)
-    log.info("verification: %d windows in %.0f s (%.0f %% of the training's %.0f s)",
-             sum(1 for w in result["windows"] if "step_ms" in w), result["wall_s"],
-             100 * result["share_of_training"], training_wall)
-    return {**plan, **result}
+            first_index: int, training_wall: float) -> Verification:
+    """The run's own setting and the model's best others, measured in interleaved rounds."""
+    proposal = propose(run_dir, cfg.verify.candidates)
+    base = {"plan": proposal.plan, "training_wall_s": training_wall,
+            "budget_share": cfg.verify.budget_share, "skipped": proposal.skipped,
+            "model_recommendation": proposal.model_recommendation}
+    if not proposal.plan:
+        log.info("no verification: %s", proposal.skipped)
+        return Verification(rounds=None, **base)
+    found = verify.run_rounds(lambda images, labels: timed_step(train_step, images, labels),
+                              source, cfg, proposal.plan, run_seed(cfg) + 3, first_index,
+                              training_wall)
+    result = Verification(rounds=found, **base)
+    log.info("verification: %d settings in %d rounds (%s) in %.0f s (%.0f %% of the training's "
+             "%.0f s); %d window(s) measured again", len(proposal.plan), len(found.orders),
+             found.stopped, found.wall_s, 100 * result.share_of_training, training_wall,
+             len(found.dropped()))
+    return result
 
 
 def run(cfg, manifest_path: str | Path | None = None,
-        propose: Callable[[Path, int], dict[str, Any]] | None = None) -> RunSummary:
+        propose: Callable[[Path, int], Proposal] | None = None) -> RunSummary:
     """Train one arm; write steps.csv and summary.json into cfg.paths.run_dir.
 
     Args:
         cfg: the arm's resolved config (perfstudy.common.config).
         manifest_path: the dataset's manifest (None: made or found from cfg.data).
-        propose: (run folder, k) -> the verification plan (perfstudy.decide.analysis.propose:
-            the model's best k settings beside the run's own); each is then measured in a
-            short window (perfstudy.run.verify). None: no verification.
+        propose: (run folder, k) -> the verification's Proposal (perfstudy.decide.analysis.propose:
+            the model's best k settings beside the run's own); all are then measured in
+            interleaved rounds (perfstudy.run.verify). None: no verification.
 
     Returns:
         The run's summary, as written to summary.json.
@@ -397,8 +403,7 @@ def run(cfg, manifest_path: str | Path | None = None,
     write_summary(run_dir, summary)
     if propose is not None and cfg.verify.candidates > 0 and not cfg.pipeline.autotune:
         summary = summary.with_verification(_verify(
-            cfg, propose, train_step, source, run_dir, len(frame), summary.run_wall_s,
-            frame[frame["phase"] == "measured"]["step_ms"]))
+            cfg, propose, train_step, source, run_dir, len(frame), summary.run_wall_s))
         write_summary(run_dir, summary)
     log.info("steady step %.0f ms, gap share %.0f %%, %.1f img/s over %d measured steps "
              "(%d excluded); floor %.0f ms (%s)", summary.steady_step_ms, 100 * summary.gap_share,

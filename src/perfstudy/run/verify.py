@@ -1,25 +1,22 @@
-"""Verification windows: the run's own setting and the model's best candidates, each measured.
+"""The verification's measurement: the run's own setting and the model's candidates, measured
+in interleaved rounds inside the training (its graphs already compiled).
 
-After the measured window, the profile and the calibration, the training process (its graphs
-already compiled) runs one short window per setting, each on a freshly built pipeline:
-step 0 waits for the new pipeline's start-up, `verify.warmup_steps` (0) more are dropped (the
-graphs are warm; batches made in parallel during step 0 are what the drain rule drops), then
-steps are added until the window is steady and its mean is known well enough:
-* steady: the drain rule (perfstudy.measure.steptrace) leaves at least verify.min_steps
-  measured steps after the batches buffered at the pipeline's start are gone;
-* known: the standard error of the mean measured step is at most verify.target_rse of it,
-  or verify.max_steps measured steps were taken;
-* or, once steady, its share of the budget is spent: what is left of verify.budget_share x
-  the training's wall time, divided among the windows still to run (a window that ends early
-  leaves its time to the next). Its standard error is then what it is, and the verdict's
-  bar widens with it.
-The run's own setting is measured by the run's own window (its measured steps, all of them:
-the best-known step of the lot), unless verify.own_window asks for a short window of it too
-(a check that short windows read like long ones, at the cost of one more window). The others
-run in the order given, and a window that would start once the windows have used
-verify.budget_share of the training's wall time is skipped (the first two never are). What
-each window measured, its spread and its cost is returned; which setting wins is decide/'s
-(perfstudy.decide.verification).
+Each round visits every planned setting once, in a random order drawn from a seeded generator
+and recorded (perfstudy.measure.rounds); each visit is a window on a freshly built pipeline at
+that setting: step 0 waits for the pipeline's start-up, `verify.warmup_steps` (0) more are
+dropped, then the batches the pipeline buffered meanwhile are drained (the drain rule of
+perfstudy.measure.steptrace: the first step whose gap reaches half the window's steady gap) and
+`verify.min_steps` steps are counted. The window's estimate is the mean of its counted steps: a
+whole stretch of the pipeline's cycles, never its steps taken one by one as independent (a slow
+step lets the queue fill and the next ones are fast). A window not drained within
+`verify.max_steps` is not steady: it pairs nothing in its round.
+
+The run's own setting is measured in the same rounds as the candidates (not taken from the run's
+long window measured earlier: that is the sequential A-then-B design that puts drift on one
+side). Rounds are added until every candidate is settled (perfstudy.decide's rule: an interval
+wholly beyond a 10 % gain, or one that excludes it), `verify.max_rounds`, or the budget
+(`verify.budget_share` x the training's wall time). What each window measured is returned;
+which setting wins is decide/'s (perfstudy.decide.verification).
 """
 
 from __future__ import annotations
@@ -32,13 +29,15 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-import pandas as pd
 from omegaconf import open_dict
 
-from perfstudy.common.thresholds import pct
+from perfstudy.common.thresholds import GAIN_THAT_MATTERS
+from perfstudy.measure import rounds as rounds_mod
 from perfstudy.measure import steptrace
+from perfstudy.measure.rounds import Rounds, Schedule, Window
 from perfstudy.run import pipeline
 from perfstudy.run.settings import ADDRESSED, MP, Settings
+from perfstudy.run.verify_record import Planned
 
 log = logging.getLogger(__name__)
 
@@ -47,17 +46,18 @@ PROCESS_FIELDS = {"pipeline.extra_transform_workers": "extra_transform_multiproc
                   "pipeline.batch_transform_workers": "batch_transform_multiprocessing"}
 # a step function: (images, labels) -> (loss, fwd_bwd_end_s, end_s), as train._timed_step
 StepFn = Callable[[Any, Any], tuple[float, float, float]]
-ALWAYS_RUN = 2  # the first two short windows run whatever the budget says
+RETRIES = 2  # a disturbed window is measured again once (perfstudy.measure.rounds)
 
 
 def window_steps(ver_cfg) -> int:
-    """The most steps one window can take (start-up, warm-up, max_steps measured)."""
+    """The most steps one window can take (start-up, warm-up, max_steps)."""
     return 1 + ver_cfg.warmup_steps + ver_cfg.max_steps
 
 
 def total_steps(cfg) -> int:
-    """The most steps all windows together can take (the optimizer's schedule counts them)."""
-    return (cfg.verify.candidates + int(cfg.verify.own_window)) * window_steps(cfg.verify)
+    """The most steps all rounds together can take (the optimizer's schedule counts them)."""
+    settings = cfg.verify.candidates + 1
+    return settings * cfg.verify.max_rounds * RETRIES * window_steps(cfg.verify)
 
 
 def apply_settings(pipe_cfg, settings: Settings):
@@ -82,29 +82,20 @@ def apply_settings(pipe_cfg, settings: Settings):
     return out
 
 
-def rse(values: pd.Series) -> float:
-    """Standard error of the mean, as a share of the mean (inf with fewer than 2 values)."""
-    if len(values) < 2 or values.mean() <= 0:
-        return math.inf
-    return float(values.std(ddof=1) / math.sqrt(len(values)) / values.mean())
-
-
-def _judge(records: list[steptrace.StepTimes], batch_size: int,
-           ver_cfg) -> tuple[pd.DataFrame, str, bool, bool]:
-    """(phased frame, drain rule, steady, known) of a window so far."""
+def _judge(records: list[steptrace.StepTimes], batch_size: int, ver_cfg):
+    """(phased frame, drain rule, steady) of a window so far."""
     frame = steptrace.steps_frame(records, batch_size)
     frame, rule = steptrace.assign_phases(frame, ver_cfg.warmup_steps, first_phase="startup",
                                           min_measured_steps=ver_cfg.min_steps)
-    measured = frame[frame["phase"] == "measured"]["step_ms"]
-    steady = len(measured) >= ver_cfg.min_steps and "capped" not in rule
-    known = steady and (rse(measured) <= ver_cfg.target_rse or len(measured) >= ver_cfg.max_steps)
-    return frame, rule, steady, known
+    counted = int((frame["phase"] == "measured").sum())
+    return frame, rule, counted >= ver_cfg.min_steps and "capped" not in rule
 
 
 def measure_window(step_fn: StepFn, source: str, cfg, settings: Settings, seed: int,
-                   first_index: int, allotted_s: float = math.inf) -> dict[str, Any]:
+                   first_index: int) -> Window:
     """One window at `settings` on a fresh pipeline; its steps are numbered from first_index.
-    It ends once steady and either known (target_rse, or max_steps) or past `allotted_s`."""
+    It ends once drained with verify.min_steps counted steps, or at verify.max_steps (not
+    steady: no estimate)."""
     pipe_cfg = apply_settings(cfg.pipeline, settings)
     most = window_steps(cfg.verify)
     surplus = pipe_cfg.prefetch_size or 2
@@ -112,8 +103,7 @@ def measure_window(step_fn: StepFn, source: str, cfg, settings: Settings, seed: 
     dataset = pipeline.create_train_dataset(source, pipe_cfg, most + surplus, seed)
     iterator = dataset.create_tuple_iterator(num_epochs=1)
     records: list[steptrace.StepTimes] = []
-    frame, rule, steady, known = pd.DataFrame(), "", False, False
-    ended = "max_steps"
+    frame, rule, steady = None, "", False
     try:
         previous_end = time.time()
         for index in range(first_index, first_index + most):
@@ -127,75 +117,43 @@ def measure_window(step_fn: StepFn, source: str, cfg, settings: Settings, seed: 
             records.append(steptrace.StepTimes(index, start, data_ready, fwd_bwd_end, end, loss))
             previous_end = end
             if len(records) >= 1 + cfg.verify.warmup_steps + cfg.verify.min_steps:
-                frame, rule, steady, known = _judge(records, pipe_cfg.batch_size, cfg.verify)
-                # past its share once another step would not fit in it (a step of the last's length)
-                spent = time.perf_counter() - started + (end - start)
-                if known or (steady and spent >= allotted_s):
-                    ended = "known" if known and rse(frame[frame["phase"] == "measured"]["step_ms"]) \
-                        <= cfg.verify.target_rse else "max_steps" if known else "time"
+                frame, rule, steady = _judge(records, pipe_cfg.batch_size, cfg.verify)
+                if steady:
                     break
     finally:
         iterator.stop()
-    measured = frame[frame["phase"] == "measured"] if len(frame) else frame
+    if frame is None:
+        frame, rule, steady = _judge(records, pipe_cfg.batch_size, cfg.verify)
+    counted = frame[frame["phase"] == "measured"]
     wall = time.perf_counter() - started
-    out = {"settings": settings, "seed": seed, "steps": len(records),
-           "steps_measured": int(len(measured)), "steady": bool(steady), "drain_rule": rule,
-           "wall_s": wall, "first_step": first_index, "ended": ended,
-           "step_ms_each": [round(float(v), 1) for v in frame["step_ms"]] if len(frame) else [],
-           "phases": list(frame["phase"]) if len(frame) else [],
-           "allotted_s": None if math.isinf(allotted_s) else allotted_s}
-    if len(measured):
-        out.update(step_ms=float(measured["step_ms"].mean()),
-                   step_ms_median=float(measured["step_ms"].median()),
-                   rse=rse(measured["step_ms"]),
-                   gap_share=float(measured["gap_ms"].sum() / measured["step_ms"].sum()))
-    return out
+    return Window(step_ms=float(counted["step_ms"].mean()) if steady else None,
+                  steps=len(records), steps_counted=int(len(counted)) if steady else 0,
+                  wall_s=wall, step_ms_each=[round(float(v), 1) for v in frame["step_ms"]],
+                  phases=[str(p) for p in frame["phase"]], drain_rule=rule,
+                  gap_share=float(counted["gap_ms"].sum() / counted["step_ms"].sum())
+                  if steady and counted["step_ms"].sum() > 0 else None)
 
 
-def main_window(entry: dict[str, Any], measured_ms: pd.Series) -> dict[str, Any]:
-    """The run's own setting as measured by the run's own window (its measured steps)."""
-    return {**entry, "main_window": True, "steps": 0, "steps_measured": int(len(measured_ms)),
-            "steady": len(measured_ms) >= 2, "ended": "the run's measured window", "wall_s": 0.0,
-            "step_ms": float(measured_ms.mean()), "step_ms_median": float(measured_ms.median()),
-            "rse": rse(measured_ms)}
+def run_rounds(step_fn: StepFn, source: str, cfg, plan: list[Planned], base_seed: int,
+               first_index: int, training_wall_s: float) -> Rounds:
+    """Measure every planned setting (plan[0]: the run's own) in interleaved rounds."""
+    state = {"index": first_index}
 
+    def visit(setting: int, round_: int) -> Window:
+        entry = plan[setting]
+        window = measure_window(step_fn, source, cfg, entry.settings,
+                                base_seed + 1000 * round_ + setting, state["index"])
+        state["index"] += window.steps
+        log.info("  round %d, %s: %s", round_ + 1, entry.label,
+                 f"{window.step_ms:.0f} ms per step over {window.steps_counted} counted steps "
+                 f"of {window.steps}" if window.step_ms else f"not steady in {window.steps} steps")
+        return window
 
-def run_windows(step_fn: StepFn, source: str, cfg, plan: list[dict[str, Any]], base_seed: int,
-                first_index: int, training_wall_s: float,
-                measured_ms: pd.Series | None = None) -> dict[str, Any]:
-    """Measure each planned setting (plan[0]: the run's own) within the budget; returns the
-    windows (in plan order, each with the plan's own fields) and their cost. The run's own
-    setting is taken from its measured window (`measured_ms`, its steps) unless
-    verify.own_window asks for a short window of it too."""
-    budget_s = cfg.verify.budget_share * training_wall_s
-    started = time.perf_counter()
-    windows, index = [], first_index
-    own_from_main = not cfg.verify.own_window and measured_ms is not None
-    to_run = [e for e in plan if not (own_from_main and e["role"] == "current")]
-    ran = 0
-    for number, entry in enumerate(plan):
-        if own_from_main and entry["role"] == "current":
-            windows.append(main_window(entry, measured_ms))
-            continue
-        spent = time.perf_counter() - started
-        if ran >= ALWAYS_RUN and spent + windows[-1]["wall_s"] > budget_s:
-            windows.append({**entry, "skipped": (
-                f"the windows had used {spent:.0f} s of the {budget_s:.0f} s budget "
-                f"({pct(cfg.verify.budget_share)} of the training's {training_wall_s:.0f} s)")})
-            continue
-        log.info("verification window %d/%d: %s", ran + 1, len(to_run), entry.get("label", entry["settings"]))
-        # what is left of the budget, shared by the windows still to run
-        allotted = max(budget_s - spent, 0.0) / (len(to_run) - ran)
-        window = measure_window(step_fn, source, cfg, entry["settings"], base_seed + number, index,
-                                allotted)
-        ran += 1
-        index += window["steps"]
-        windows.append({**entry, **window})
-        if "step_ms" in window:
-            log.info("  measured %.0f ms per step over %d steps (+-%.1f %%)%s", window["step_ms"],
-                     window["steps_measured"], 100 * window["rse"],
-                     "" if window["steady"] else ", not steady")
-    wall = time.perf_counter() - started
-    return {"windows": windows, "wall_s": wall, "training_wall_s": training_wall_s,
-            "share_of_training": wall / training_wall_s if training_wall_s > 0 else math.nan,
-            "budget_share": cfg.verify.budget_share}
+    ver = cfg.verify
+    schedule = Schedule(len(plan), seed=base_seed, min_rounds=ver.min_rounds,
+                        max_rounds=ver.max_rounds,
+                        budget_s=ver.budget_share * training_wall_s
+                        if math.isfinite(training_wall_s) else None,
+                        max_interference=ver.max_interference,
+                        decided=rounds_mod.all_settled(GAIN_THAT_MATTERS))
+    return rounds_mod.run(visit, schedule)

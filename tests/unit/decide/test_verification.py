@@ -1,9 +1,9 @@
 """The model proposes, a measurement decides: plan, verdict and the answer built on them."""
 
-import math
+import re
 
 import pytest
-from records import edited
+from records import make_verification
 from unit.decide.test_diagnosis import steps, summary
 
 from perfstudy.decide import diagnosis, verification
@@ -11,12 +11,6 @@ from perfstudy.decide.advisor import candidates, canonical, current_settings, pr
 from perfstudy.run.settings import MP
 
 KEY = "pipeline.extra_transform_workers"
-
-
-def window(settings, step_ms, rse=0.01, role="candidate", steady=True, predicted=None):
-    return {"role": role, "settings": settings, "label": str(settings), "step_ms": step_ms,
-            "rse": rse, "steady": steady, "steps_measured": 5,
-            "predicted_ms": predicted if predicted is not None else step_ms}
 
 
 def probed_advice():
@@ -36,45 +30,59 @@ def test_plan_measures_the_own_setting_first_then_the_pick_then_the_fastest_othe
     table = [predict(model, s) for s in candidates(model)]
     advice = {**model, "now": now, "predictions": table, "pick": {KEY: 2, KEY + MP: True}}
     plan = verification.plan(advice, 2)
-    assert [w["role"] for w in plan] == ["current", "candidate", "candidate"]
-    assert plan[0]["settings"] == {KEY: 1}
-    assert plan[1]["settings"] == {KEY: 2, KEY + MP: True} and plan[1]["is_model_pick"]
-    assert plan[2]["settings"] == {KEY: 2}  # the fastest in threads: the other mode, verified too
-    assert len({str(sorted(w["settings"].items())) for w in plan}) == 3  # distinct settings
-    assert all(v for w in plan for k, v in w["settings"].items() if k.endswith(MP))  # never MP False
+    assert [w.role for w in plan] == ["current", "candidate", "candidate"]
+    assert plan[0].settings == {KEY: 1}
+    assert plan[1].settings == {KEY: 2, KEY + MP: True} and plan[1].is_model_pick
+    assert plan[2].settings == {KEY: 2}  # the fastest in threads: the other mode, verified too
+    assert len({str(sorted(w.settings.items())) for w in plan}) == 3  # distinct settings
+    assert all(v for w in plan for k, v in w.settings.items() if k.endswith(MP))  # never MP False
     assert verification.plan(advice, 0) == plan[:1]
 
 
-def test_a_candidate_beyond_the_noise_is_chosen_and_one_within_it_is_not():
-    now = window({KEY: 1}, 900.0, role="current")
-    faster = window({KEY: 2, KEY + MP: True}, 600.0)
-    checked = verification.verdict({"windows": [now, faster]})
-    assert checked["helps"] and checked["chosen"] is faster
-    slight = window({KEY: 2}, 830.0)  # 8.4 % faster: under the 10 % bar
-    assert not verification.verdict({"windows": [now, slight]})["helps"]
-    noisy = window({KEY: 2}, 760.0, rse=0.10)  # 18 % faster, but 2 se of the difference is 20 %
-    checked = verification.verdict({"windows": [now, noisy]})
-    assert not checked["helps"] and checked["bar"] == pytest.approx(2 * math.hypot(0.01, 0.10))
+NOW = [900.0, 950.0, 880.0, 920.0, 910.0]
 
 
-def test_among_candidates_within_noise_of_the_fastest_the_cheapest_wins():
-    now = window({KEY: 1}, 900.0, role="current")
-    procs = window({KEY: 2, KEY + MP: True}, 590.0)
-    threads = window({KEY: 2}, 600.0)
-    assert verification.verdict({"windows": [now, procs, threads]})["chosen"] is threads
+def test_a_candidate_whose_whole_interval_clears_the_margin_is_chosen():
+    faster = [600.0, 640.0, 590.0, 610.0, 605.0]
+    checked = verification.verdict(make_verification([({KEY: 1}, 900.0), ({KEY: 2, KEY + MP: True}, 620.0)],
+                                                     [NOW, faster]))
+    assert checked.outcome == "helps" and checked.chosen == 1 and checked.rounds == 5
+    comp = checked.picked.comparison
+    assert comp.outcome == "faster" and comp.high < 1 / 1.1 and comp.rounds == 5
+    assert checked.picked.measured_ms == pytest.approx(sum(faster) / 5)
+    assert checked.picked.error == pytest.approx(620.0 / (sum(faster) / 5) - 1)
 
 
-def test_windows_that_are_not_steady_or_missing_decide_nothing():
-    now = window({KEY: 1}, 900.0, role="current")
-    assert verification.verdict({"windows": [now, window({KEY: 2}, 500.0, steady=False)]}) is None
-    assert verification.verdict({"windows": [window({KEY: 2}, 500.0)]}) is None
-    assert verification.verdict({"windows": [now, {"role": "candidate", "settings": {KEY: 2},
-                                                   "skipped": "budget"}]}) is None
+def test_a_gain_under_the_margin_is_no_gain_and_a_wide_interval_is_inconclusive():
+    slight = [n * 0.93 for n in NOW]  # 7.5 % faster every round: excludes a 10 % gain
+    checked = verification.verdict(make_verification([({KEY: 1}, 900.0), ({KEY: 2}, 800.0)], [NOW, slight]))
+    assert checked.outcome == "no_gain" and checked.chosen == 0
+    noisy = [500.0, 1100.0, 600.0, 1000.0, 700.0]  # 20 % faster on average, all over the place
+    checked = verification.verdict(make_verification([({KEY: 1}, 900.0), ({KEY: 2}, 800.0)], [NOW, noisy]))
+    assert checked.outcome == "inconclusive" and checked.open_candidate().label == str({KEY: 2})
+    assert checked.open_candidate().comparison.low < 1 / 1.1 < checked.open_candidate().comparison.high
+
+
+def test_among_candidates_near_the_fastest_the_cheapest_wins():
+    procs = [n * 0.64 for n in NOW]
+    threads = [n * 0.66 for n in NOW]  # 3 % slower than processes: near enough, and cheaper
+    checked = verification.verdict(make_verification(
+        [({KEY: 1}, 900.0), ({KEY: 2, KEY + MP: True}, 600.0), ({KEY: 2}, 600.0)], [NOW, procs, threads]))
+    assert checked.outcome == "helps" and checked.chosen == 2
+
+
+def test_rounds_where_a_setting_was_not_steady_pair_nothing():
+    cand = [600.0, None, 610.0, 590.0, None]
+    checked = verification.verdict(make_verification([({KEY: 1}, 900.0), ({KEY: 2}, 600.0)], [NOW, cand]))
+    assert checked.picked.comparison.rounds == 3 and checked.settings[1].windows == 3
+    never = verification.verdict(make_verification([({KEY: 1}, 900.0), ({KEY: 2}, 600.0)],
+                                                   [[None] * 5, cand]))
+    assert never is None
     assert verification.verdict(None) is None
 
 
-def _verified(summary_, windows):
-    return summary_.with_verification({"windows": windows})
+def _verified(summary_, plan, series, **more):
+    return summary_.with_verification(make_verification(plan, series, **more))
 
 
 def test_the_measurement_overrules_a_promise_it_does_not_keep():
@@ -83,21 +91,34 @@ def test_the_measurement_overrules_a_promise_it_does_not_keep():
     assert model.action == "set_workers" and not model.verified  # the model promises 2 workers
     promised = model.predicted_step_ms
     key = "pipeline.num_parallel_workers"
-    answer = diagnosis.diagnose(_verified(base, [
-        window({key: 1}, 4000.0, role="current", predicted=4000.0),
-        window({key: 2}, 3900.0, predicted=promised)]), steps()).recommendation
-    assert answer.verified and answer.action in ("cannot_help", "none")
-    assert answer.settings == canonical(model.model_answer.settings) or answer.changes == {}
+    own = [4000.0, 4100.0, 3950.0, 4050.0]
+    answer = diagnosis.diagnose(_verified(base, [({key: 1}, 4000.0), ({key: 2}, promised)],
+                                          [own, [v * 0.98 for v in own]]), steps()).recommendation
+    assert answer.verified and answer.action in ("cannot_help", "none") and answer.changes == {}
     assert answer.sentence.startswith("No setting helps (measured)")
+    assert "rules out a gain of 10 %" in answer.sentence and "4 interleaved rounds" in answer.sentence
     assert f"{promised:.0f} ms" in answer.sentence  # what the model had promised, quoted
-    kept = diagnosis.diagnose(_verified(base, [
-        window({key: 1}, 4000.0, role="current", predicted=4000.0),
-        window({key: 2}, 2500.0, predicted=promised)]), steps()).recommendation
+    kept = diagnosis.diagnose(_verified(base, [({key: 1}, 4000.0), ({key: 2}, promised)],
+                                        [own, [2500.0, 2600.0, 2450.0, 2550.0]], dropped=1),
+                              steps()).recommendation
     assert kept.action == "set_workers" and kept.changes == {key: 2}
-    assert kept.verified_step_ms == 2500.0 and kept.verified_now_ms == 4000.0
-    assert "measured 2500 ms per step against 4000 ms" in kept.sentence
-    assert f"predicted {promised:.0f} ms" in kept.sentence
-    assert [r["role"] for r in kept.verification["rows"]] == ["current", "candidate"]
+    assert kept.verified_step_ms == pytest.approx(2525.0) and kept.verified_now_ms == pytest.approx(4025.0)
+    assert "measured 0.63x (" in kept.sentence and "95 %, 4 rounds" in kept.sentence
+    assert "2525 against 4025 ms" in kept.sentence and f"predicted {promised:.0f} ms" in kept.sentence
+    assert "1 window(s) measured again, disturbed by other processes 30 %" in kept.sentence
+    assert kept.measured_gain == pytest.approx(4025.0 / 2525.0 - 1, rel=0.01)
+    assert [r.role for r in kept.verification.settings] == ["current", "candidate"]
+
+
+def test_an_inconclusive_answer_keeps_the_setting_and_says_how_many_rounds_would_decide():
+    base = summary()
+    key = "pipeline.num_parallel_workers"
+    own = [4000.0, 4100.0, 3950.0]
+    answer = diagnosis.diagnose(_verified(base, [({key: 1}, 4000.0), ({key: 2}, 3000.0)],
+                                          [own, [2500.0, 4300.0, 3100.0]]), steps()).recommendation
+    assert answer.action == "inconclusive" and answer.changes == {}
+    assert answer.sentence.startswith("Inconclusive (measured)") and "verify.max_rounds" in answer.sentence
+    assert re.search(r"about \d+ in all", answer.sentence)
 
 
 def test_a_gain_the_model_missed_is_found_by_measuring():
@@ -105,8 +126,9 @@ def test_a_gain_the_model_missed_is_found_by_measuring():
     model = diagnosis.diagnose(base, steps()).recommendation
     assert model.action != "set_workers"
     key = "pipeline.num_parallel_workers"
-    answer = diagnosis.diagnose(_verified(base, [
-        window({key: 2}, 2000.0, role="current"), window({key: 1}, 1500.0)]), steps()).recommendation
+    answer = diagnosis.diagnose(_verified(base, [({key: 2}, 2000.0), ({key: 1}, 2000.0)],
+                                          [[2000.0, 2100.0, 1950.0], [1500.0, 1550.0, 1480.0]]),
+                                steps()).recommendation
     assert answer.action == "set_workers" and answer.changes == {key: 1}
 
 
@@ -123,28 +145,11 @@ def test_operator_kinds_come_from_the_probe():
 
 
 def test_the_cost_is_said_with_its_budget():
-    text = verification.cost_sentence({"windows": [{"steps": 6, "step_ms": 1.0}, {"steps": 7, "step_ms": 1.0},
-                                                   {"skipped": "budget"}],
-                                       "wall_s": 12.0, "share_of_training": 0.2, "training_wall_s": 60.0,
-                                       "budget_share": 0.25})
-    assert text == ("Verification: 2 window(s) of 13 steps in 12 s, 20 % of the training's 60 s "
-                    "(budget 25 %); 1 skipped past the budget.")
-
-
-def test_a_gain_within_the_noise_is_unresolved_and_keeps_the_setting():
-    now = window({KEY: 1}, 900.0, role="current")
-    noisy = window({KEY: 2}, 700.0, rse=0.12)  # 29 % faster, 2 se of the difference 24 %: ...
-    assert verification.verdict({"windows": [now, noisy]})["helps"]
-    noisier = window({KEY: 2}, 700.0, rse=0.20)  # ... 41 %: the windows cannot tell
-    checked = verification.verdict({"windows": [now, noisier]})
-    assert not checked["helps"] and checked["unresolved"]
-    base = summary()
-    key = "pipeline.num_parallel_workers"
-    answer = diagnosis.diagnose(_verified(base, [window({key: 1}, 4000.0, role="current"),
-                                                 window({key: 2}, 3000.0, rse=0.25)]), steps())
-    rec = answer.recommendation
-    assert rec.action == "unresolved" and rec.changes == {} and rec.verified
-    assert rec.sentence.startswith("Unresolved (measured)") and "verify.budget_share" in rec.sentence
+    found = make_verification([({KEY: 1}, 900.0), ({KEY: 2}, 600.0)], [NOW, NOW], training_wall_s=200.0)
+    text = verification.cost_sentence(found)
+    assert text.startswith("Verification: 5 rounds of 2 settings, 10 windows of 80 steps in 50 s, 25 % "
+                           "of the training's 200 s (budget 100 %)")
+    assert "every candidate settled" in text
 
 
 def test_the_slow_operators_other_mode_is_measured_even_where_the_model_sees_nothing_in_it():
@@ -165,29 +170,7 @@ def test_the_slow_operators_other_mode_is_measured_even_where_the_model_sees_not
     advice = {**model, "now": now, "predictions": table, "pick": pick,
               "now_slowest_stage": stage["label"]}
     plan = verification.plan(advice, 2)
-    assert plan[1]["settings"] == canonical(pick)
-    assert plan[2]["settings"] == canonical({**now, KEY: 2})  # threads, the rest as now
+    assert plan[1].settings == canonical(pick)
+    assert plan[2].settings == canonical({**now, KEY: 2})  # threads, the rest as now
 
 
-def test_without_an_own_window_the_runs_measured_window_is_the_reference():
-    """The run's own setting measured by its main window is never 'unrepresentative' of itself."""
-    key = "pipeline.num_parallel_workers"
-    base = edited(summary(), step_ms={"p10": 3900.0, "p90": 4100.0, "median": 4000.0, "mean": 4000.0})
-    own = {**window({key: 1}, 4000.0, role="current"), "main_window": True, "steps_measured": 28}
-    rec = diagnosis.diagnose(_verified(base, [own, window({key: 2}, 2500.0)]), steps()).recommendation
-    assert rec.action == "set_workers" and rec.verification["unrepresentative"] is None
-
-
-def test_short_windows_that_disagree_with_the_runs_own_window_decide_nothing():
-    """With verify.own_window, the short window at the run's own setting is checked against the
-    run's measured window: 30 % off it means the short windows had not reached the steady state."""
-    key = "pipeline.num_parallel_workers"
-    base = edited(summary(), step_ms={"p10": 3900.0, "p90": 4100.0, "median": 4000.0, "mean": 4000.0})
-    windows = [window({key: 1}, 2800.0, role="current"), window({key: 2}, 2000.0)]
-    rec = diagnosis.diagnose(_verified(base, windows), steps()).recommendation
-    assert rec.action == "unresolved" and rec.changes == {}
-    assert rec.verification["unrepresentative"] == pytest.approx(-0.3)
-    assert "had not reached the steady state" in rec.sentence
-    agreeing = [window({key: 1}, 3950.0, role="current"), window({key: 2}, 2500.0)]
-    assert diagnosis.diagnose(_verified(base, agreeing), steps()).recommendation.action == "set_workers"
-    assert verification.reference(edited(base, steps_measured=1)) is None

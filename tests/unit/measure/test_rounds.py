@@ -122,3 +122,15 @@ def test_the_real_monitor_reads_this_machine():
     sum(i * i for i in range(200000))
     seen = interference.between(a, interference.snapshot())
     assert seen.wall_s > 0 and 0 <= seen.others <= 1 and 0 <= seen.steal <= 1
+
+
+def test_a_candidate_is_settled_when_faster_or_when_it_cannot_be():
+    schedule = Schedule(3, seed=2, min_rounds=3, max_rounds=10, decided=rounds.all_settled(0.10))
+    noise = itertools.cycle([1.0, 1.06, 0.97])
+
+    def visit(setting, round_):  # 1: clearly faster; 2: about the same, a little noisy
+        return window({0: 100.0, 1: 60.0, 2: 101.0 * next(noise)}[setting])
+    found = rounds.run(visit, schedule, quiet_monitor())
+    faster, same = rounds.compare_all(found, 0.10)
+    assert found.stopped == "decided" and faster.settled and same.settled
+    assert same.rules_out_gain and not faster.rules_out_gain

@@ -154,12 +154,13 @@ def test_a_mindcv_training_is_diagnosed_and_its_candidates_measured_by_address(t
     probed = summary.calibration.operators  # the mixed map (RandAugment among C++ ops)
     assert [p["config_key"] for p in probed] == ["pipeline.workers.map_2"]
     assert "RandAugment" in probed[0]["operation"]
-    windows = summary.verification["windows"]
-    assert windows[0]["role"] == "current" and len(windows) >= 2
-    for window in windows:
-        assert window["settings"] and all(k.startswith("pipeline.workers.") for k in window["settings"])
-        assert window.get("step_ms", 0) > 0 or window.get("skipped")
-    assert any(w["settings"] != windows[0]["settings"] for w in windows[1:])
+    plan = summary.verification.plan
+    assert plan[0].role == "current" and len(plan) >= 2
+    for entry in plan:
+        assert entry.settings and all(k.startswith("pipeline.workers.") for k in entry.settings)
+    assert any(p.settings != plan[0].settings for p in plan[1:])
+    rounds = summary.verification.rounds
+    assert {v.setting for v in rounds.kept()} == set(range(len(plan)))
 
 
 def test_any_pipelines_python_maps_are_probed_alone_on_their_real_inputs(own, smoke_dataset):

@@ -1,0 +1,57 @@
+"""The verification's plan and what its rounds measured, as records (summary.json's
+`verification`). Light: read by every later stage without importing MindSpore.
+
+The plan is made by perfstudy.decide.verification.plan (the model proposes), measured by
+perfstudy.run.verify (interleaved rounds), decided by perfstudy.decide.verification.verdict.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from perfstudy.common.records import doc
+from perfstudy.measure.rounds import Rounds
+from perfstudy.run.settings import Settings
+
+
+@dataclass(frozen=True)
+class Planned:
+    """One setting the verification measures (plan[0]: the run's own)."""
+
+    role: str = doc("current (the run's own setting, the reference) | candidate")
+    rank: int = doc("its index in the plan")
+    settings: Settings = doc("the operator settings (all sized keys)")
+    label: str = doc("the settings as a user would type them")
+    predicted_ms: float = doc("the model's step at these settings")
+    predicted_binding: str = doc("what the model says binds the step there")
+    is_model_pick: bool = doc("the model's own pick")
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """What the model proposes to measure (perfstudy.decide.analysis.propose)."""
+
+    plan: list[Planned]  # empty: nothing to verify (skipped says why)
+    skipped: str | None = None
+    model_recommendation: str | None = None
+
+
+@dataclass(frozen=True)
+class Verification:
+    """The run's own setting and the model's candidates, measured in interleaved rounds."""
+
+    plan: list[Planned] = doc("the settings measured (plan[0]: the run's own)")
+    rounds: Rounds | None = doc("every round and window (None: nothing was measured)")
+    training_wall_s: float = doc("the training's wall time before the verification")
+    budget_share: float = doc("verify.budget_share: the rounds' budget as a share of it")
+    skipped: str | None = doc("why nothing was measured", default=None)
+    model_recommendation: str | None = doc("the model's answer the plan was made from",
+                                           default=None)
+
+    @property
+    def wall_s(self) -> float:
+        return self.rounds.wall_s if self.rounds else 0.0
+
+    @property
+    def share_of_training(self) -> float:
+        return self.wall_s / self.training_wall_s if self.training_wall_s > 0 else float("nan")
