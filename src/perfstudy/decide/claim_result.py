@@ -53,8 +53,9 @@ class ClaimResult:
     repeats: int = doc("the repeats it was measured on")
     values: list[Any] | None = doc("its value on each repeat (repeats > 1)", default=None)
     interval: list[float] | None = doc("low, high over the repeats (numeric claims)", default=None)
-    interval_kind: str | None = doc("what the interval is: a range (min-max) or a bootstrap "
-                                    "95 % interval", default=None)
+    interval_kind: str | None = doc("what the interval is: 'range' (min-max, below 6 repeats) "
+                                    "or 'order-statistic' with its exact coverage",
+                                    default=None)
     history: ClaimHistory | None = doc("its line across the recorded runs", default=None)
 
 

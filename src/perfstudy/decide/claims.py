@@ -32,9 +32,9 @@ from perfstudy.decide import pick, remedy
 from perfstudy.decide.advisor import predict
 from perfstudy.decide.claim_result import ClaimResult, Scorecard
 from perfstudy.decide.diagnosis import verdict_label
+from perfstudy.measure.intervals import median_interval
 
 BOUNDS = ("at_least", "at_most", "equals")
-BOOTSTRAP_FROM = 5  # repeats from which a claim's interval is a bootstrap one (min-max below)
 
 
 class Unmeasured(Exception):
@@ -222,14 +222,13 @@ def _passes(claim: dict[str, Any], value: Any) -> bool:
 
 
 def interval(values: list[float]) -> tuple[float, float, str]:
-    """(low, high, how): min-max below 5 values; a bootstrap 95 % interval of the median from 5
-    (2000 resamples, a fixed seed: the same runs give the same interval)."""
-    if len(values) < BOOTSTRAP_FROM:
-        return min(values), max(values), "min-max"
-    rng = np.random.default_rng(0)
-    medians = np.median(rng.choice(np.asarray(values, dtype=float), (2000, len(values))), axis=1)
-    low, high = np.percentile(medians, [2.5, 97.5])
-    return float(low), float(high), "bootstrap 95 %"
+    """(low, high, how) of the median of repeats: the exact order-statistic interval
+    (perfstudy.measure.intervals.median_interval: 95 % or more, from 6 repeats), below that the
+    range, labelled "range" (a bootstrap of 2-5 values can only return the values themselves:
+    calling their min-max a 95 % interval would be false)."""
+    found = median_interval(values)
+    how = "range" if found.level is None else f"order-statistic {pct(found.level, 1)}"
+    return found.low, found.high, how
 
 
 def judge(claim: dict[str, Any], values: list[Any], kind: str) -> dict[str, Any]:

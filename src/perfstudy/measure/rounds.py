@@ -41,14 +41,14 @@ log = logging.getLogger(__name__)
 class Window:
     """What one visit measured (the caller's window; the engine adds where and when)."""
 
-    step_ms: float | None = doc("the window's mean step over its counted steps "
+    step_ms: float | None = doc("the window's step over its counted stretch "
                                 "(None: it never reached a steady state)")
     steps: int = doc("steps the window ran, start-up and drain included")
-    steps_counted: int = doc("steps after the buffered batches were drained")
+    steps_counted: int = doc("steps in the counted stretch (whole pipeline cycles)")
     wall_s: float = doc("the window's wall time, pipeline start-up included")
     step_ms_each: list[float] = doc("every step of the window (ms)", default_factory=list)
     phases: list[str] = doc("each step's phase: startup | drain | measured", default_factory=list)
-    drain_rule: str = doc("why the steps before the first counted one were dropped", default="")
+    drain_rule: str = doc("which steps were counted and why (whole pipeline cycles)", default="")
     gap_share: float | None = doc("share of the counted steps spent waiting for data",
                                   default=None)
 

@@ -173,3 +173,49 @@ def step_floor(*, compute_wall_ms: float, compute_cpu_ms: float, pipeline_wall_m
     }
     binding = max(floors, key=floors.get)
     return {**floors, "floor_ms": floors[binding], "binding_floor": binding.replace("_floor_ms", "")}
+
+
+@dataclass(frozen=True)
+class CycleEstimate:
+    """A window's step estimated over whole cycles of its pipeline (see cycle_estimate)."""
+
+    step_ms: float | None  # None: no whole stretch of min_steps yet
+    first: int  # the counted stretch: steps first+1 .. last (row positions)
+    last: int
+    rule: str
+
+
+def cycle_estimate(frame: pd.DataFrame, first_candidate: int, min_steps: int) -> CycleEstimate:
+    """The step of a window from whole cycles of its pipeline, never from steps taken one by
+    one as independent (a slow step lets the queue fill; the next ones are fast).
+
+    Regeneration points: a step that waited for its batch (gap above the noise floor) had an
+    empty queue when it asked; its batch's arrival is a moment where the pipeline's state
+    starts afresh. Between two such arrivals the pipeline produced exactly the batches in
+    between, so (arrival of the last - arrival of the first) / steps between them is its
+    step, whatever batches were buffered before the first (the drain) and however bursty its
+    workers (two workers finishing together give a slow step then a fast one: both counted).
+    A window whose steps rarely wait (at most a quarter of them) is the network's: the mean of
+    its steps, once it has run 2 x min_steps steps (fast steps alone could still be batches
+    buffered at the start: a fresh pipeline holds a few, so the longer run shows they are not).
+    """
+    count = len(frame)
+    rows = frame.iloc[first_candidate:]
+    if len(rows) == 0:
+        return CycleEstimate(None, first_candidate, first_candidate, "no steps after start-up")
+    median_step = float(rows["step_ms"].median())
+    floor = max(NOISE_FLOOR_MS, NOISE_FLOOR_SHARE * median_step)
+    waited = [i for i in range(first_candidate, count) if frame["gap_ms"].iloc[i] >= floor]
+    if len(waited) >= 2 and waited[-1] - waited[0] >= min_steps:
+        a, b = waited[0], waited[-1]
+        arrival = frame["start_time_s"] + frame["gap_ms"] / 1e3
+        step = (float(arrival.iloc[b]) - float(arrival.iloc[a])) * 1e3 / (b - a)
+        return CycleEstimate(step, a, b, f"{b - a} batches between the arrivals of steps {a} and "
+                             f"{b}, both waited for (gap >= {floor:.0f} ms): whole pipeline cycles")
+    if len(rows) >= 2 * min_steps and len(waited) <= len(rows) / 4:
+        return CycleEstimate(float(rows["step_ms"].mean()), first_candidate - 1, count - 1,
+                             f"{len(waited)} of {len(rows)} steps waited beyond the noise floor "
+                             f"({floor:.0f} ms): the pipeline keeps up; the mean of the steps")
+    return CycleEstimate(None, first_candidate, count - 1,
+                         f"{len(waited)} of {len(rows)} steps waited; no stretch of {min_steps} "
+                         "between two that did, nor a pipeline that keeps up")

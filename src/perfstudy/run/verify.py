@@ -4,12 +4,13 @@ in interleaved rounds inside the training (its graphs already compiled).
 Each round visits every planned setting once, in a random order drawn from a seeded generator
 and recorded (perfstudy.measure.rounds); each visit is a window on a freshly built pipeline at
 that setting: step 0 waits for the pipeline's start-up, `verify.warmup_steps` (0) more are
-dropped, then the batches the pipeline buffered meanwhile are drained (the drain rule of
-perfstudy.measure.steptrace: the first step whose gap reaches half the window's steady gap) and
-`verify.min_steps` steps are counted. The window's estimate is the mean of its counted steps: a
-whole stretch of the pipeline's cycles, never its steps taken one by one as independent (a slow
-step lets the queue fill and the next ones are fast). A window not drained within
-`verify.max_steps` is not steady: it pairs nothing in its round.
+dropped, then the window runs until its step is known over whole cycles of the pipeline
+(perfstudy.measure.steptrace.cycle_estimate): between the arrivals of two batches the network
+waited for (moments when the queue was empty), at least `verify.min_steps` batches apart, so
+batches buffered at the start and a bursty pipeline's fast steps are neither dropped by a
+fixed count nor taken as independent samples; or, for a pipeline that keeps up, the mean of
+2 x min_steps steps. A window not settled within `verify.max_steps` is not steady: it pairs
+nothing in its round.
 
 The run's own setting is measured in the same rounds as the candidates (not taken from the run's
 long window measured earlier: that is the sequential A-then-B design that puts drift on one
@@ -82,28 +83,37 @@ def apply_settings(pipe_cfg, settings: Settings):
     return out
 
 
-def _judge(records: list[steptrace.StepTimes], batch_size: int, ver_cfg):
-    """(phased frame, drain rule, steady) of a window so far."""
-    frame = steptrace.steps_frame(records, batch_size)
-    frame, rule = steptrace.assign_phases(frame, ver_cfg.warmup_steps, first_phase="startup",
-                                          min_measured_steps=ver_cfg.min_steps)
-    counted = int((frame["phase"] == "measured").sum())
-    return frame, rule, counted >= ver_cfg.min_steps and "capped" not in rule
+def _phases(count: int, warmup: int, found: steptrace.CycleEstimate) -> list[str]:
+    """startup, warmup, then drain (before the counted stretch), measured, after."""
+    out = []
+    for i in range(count):
+        if i == 0:
+            out.append("startup")
+        elif i <= warmup:
+            out.append("warmup")
+        elif found.step_ms is not None and found.first < i <= found.last:
+            out.append("measured")
+        else:
+            out.append("drain" if found.step_ms is None or i <= found.first else "after")
+    return out
 
 
 def measure_window(step_fn: StepFn, source: str, cfg, settings: Settings, seed: int,
                    first_index: int) -> Window:
     """One window at `settings` on a fresh pipeline; its steps are numbered from first_index.
-    It ends once drained with verify.min_steps counted steps, or at verify.max_steps (not
-    steady: no estimate)."""
+    It ends once its step is known over whole pipeline cycles (steptrace.cycle_estimate: a
+    stretch of verify.min_steps between two steps that waited for their batch, or a pipeline
+    that keeps up), or at verify.max_steps (not steady: no estimate)."""
     pipe_cfg = apply_settings(cfg.pipeline, settings)
-    most = window_steps(cfg.verify)
+    ver = cfg.verify
+    most = window_steps(ver)
+    first = 1 + ver.warmup_steps
     surplus = pipe_cfg.prefetch_size or 2
     started = time.perf_counter()
     dataset = pipeline.create_train_dataset(source, pipe_cfg, most + surplus, seed)
     iterator = dataset.create_tuple_iterator(num_epochs=1)
     records: list[steptrace.StepTimes] = []
-    frame, rule, steady = None, "", False
+    found = steptrace.CycleEstimate(None, first, first, "no steps")
     try:
         previous_end = time.time()
         for index in range(first_index, first_index + most):
@@ -116,22 +126,22 @@ def measure_window(step_fn: StepFn, source: str, cfg, settings: Settings, seed: 
                                          "lower optimizer.lr or check the transforms' output.")
             records.append(steptrace.StepTimes(index, start, data_ready, fwd_bwd_end, end, loss))
             previous_end = end
-            if len(records) >= 1 + cfg.verify.warmup_steps + cfg.verify.min_steps:
-                frame, rule, steady = _judge(records, pipe_cfg.batch_size, cfg.verify)
-                if steady:
+            if len(records) > first + ver.min_steps:
+                found = steptrace.cycle_estimate(steptrace.steps_frame(records, pipe_cfg.batch_size),
+                                                 first, ver.min_steps)
+                if found.step_ms is not None:
                     break
     finally:
         iterator.stop()
-    if frame is None:
-        frame, rule, steady = _judge(records, pipe_cfg.batch_size, cfg.verify)
-    counted = frame[frame["phase"] == "measured"]
-    wall = time.perf_counter() - started
-    return Window(step_ms=float(counted["step_ms"].mean()) if steady else None,
-                  steps=len(records), steps_counted=int(len(counted)) if steady else 0,
-                  wall_s=wall, step_ms_each=[round(float(v), 1) for v in frame["step_ms"]],
-                  phases=[str(p) for p in frame["phase"]], drain_rule=rule,
+    frame = steptrace.steps_frame(records, pipe_cfg.batch_size)
+    phases = _phases(len(frame), ver.warmup_steps, found)
+    counted = frame[[p == "measured" for p in phases]]
+    return Window(step_ms=found.step_ms, steps=len(records), steps_counted=int(len(counted)),
+                  wall_s=time.perf_counter() - started,
+                  step_ms_each=[round(float(v), 1) for v in frame["step_ms"]], phases=phases,
+                  drain_rule=found.rule,
                   gap_share=float(counted["gap_ms"].sum() / counted["step_ms"].sum())
-                  if steady and counted["step_ms"].sum() > 0 else None)
+                  if len(counted) and counted["step_ms"].sum() > 0 else None)
 
 
 def run_rounds(step_fn: StepFn, source: str, cfg, plan: list[Planned], base_seed: int,

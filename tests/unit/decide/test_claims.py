@@ -164,15 +164,17 @@ def test_a_claim_over_repeats_gets_its_median_interval_and_an_honest_inconclusiv
     # the four tuned-arm gap shares measured on one machine in four make runs
     straddles = claims.judge(claim, [0.027, 0.045, 0.136, 0.001], "percent")
     assert straddles["result"] == "inconclusive" and straddles["passed"] is None
-    assert straddles["interval"] == [0.001, 0.136] and straddles["interval_kind"] == "min-max"
+    assert straddles["interval"] == [0.001, 0.136] and straddles["interval_kind"] == "range"
+    assert "range of 4" in straddles["measured_text"]
     assert straddles["measured"] == pytest.approx(0.036)
     assert claims.judge(claim, [0.01, 0.02, 0.03], "percent")["result"] == "holds"
     assert claims.judge(claim, [0.1, 0.2], "percent")["result"] == "does not hold"
     assert claims.judge(claim, [0.04], "percent")["result"] == "holds"  # one run: as before
-    many = [0.01, 0.012, 0.011, 0.2, 0.013, 0.012]  # one outlier among six: the median's interval
+    six = [0.01, 0.012, 0.011, 0.2, 0.013, 0.012]  # from 6 repeats an exact 95 % exists: min-max
+    assert claims.interval(six) == (0.01, 0.2, "order-statistic 96.9 %")
+    many = six + [0.011, 0.014, 0.012, 0.013]  # ten: the 2nd smallest to the 2nd largest
     low, high, how = claims.interval(many)
-    assert how == "bootstrap 95 %" and min(many) <= low <= high < 0.2
-    assert claims.interval(many) == (low, high, how)  # the same runs, the same interval
+    assert how == "order-statistic 97.9 %" and (low, high) == (0.011, 0.014)
     text = claims.judge({"equals": "a"}, ["a", "b", "a"], "text")
     assert text["result"] == "inconclusive" and "held in 2 of 3 repeats" in text["measured_text"]
 

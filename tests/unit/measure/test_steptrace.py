@@ -84,3 +84,33 @@ def test_cpu_floor_and_binding_floor():
     assert floors["cpu_floor_ms"] == pytest.approx(2050)
     assert floors["binding_floor"] == "cpu"
     assert floors["floor_ms"] == pytest.approx(2050)
+
+
+def _frame(gaps_ms, compute_ms=100.0):
+    """A window's frame from its gaps (step 0 the start-up), every step computing compute_ms."""
+    records, t = [], 0.0
+    for i, gap in enumerate(gaps_ms):
+        ready = t + gap / 1e3
+        end = ready + compute_ms / 1e3
+        records.append(steptrace.StepTimes(i, t, ready, ready + compute_ms / 2e3, end, 1.0))
+        t = end
+    return steptrace.steps_frame(records, 4)
+
+
+def test_a_bursty_pipelines_step_is_its_cycle_not_its_fast_or_slow_steps():
+    """Two workers finishing together: slow, fast, slow, fast ... after two buffered batches.
+    Its true period is 2 batches per 700 ms (350 ms per step: 500 ms waited and two 100 ms
+    computes); 4 steps from the start would read 200 ms (buffered) or 275-425 ms."""
+    gaps = [900, 0, 0] + [500, 0] * 4  # buffered batches at the start, then the bursts
+    found = steptrace.cycle_estimate(_frame(gaps), 1, 4)
+    assert found.step_ms == pytest.approx(350.0) and (found.first, found.last) == (3, 9)
+    assert steptrace.cycle_estimate(_frame(gaps[:7]), 1, 4).step_ms is None  # one cycle is not enough
+
+
+def test_a_pipeline_that_keeps_up_gives_the_networks_step_after_twice_the_steps():
+    gaps = [900] + [0] * 8
+    found = steptrace.cycle_estimate(_frame(gaps), 1, 4)
+    assert found.step_ms == pytest.approx(100.0) and "keeps up" in found.rule
+    assert steptrace.cycle_estimate(_frame(gaps[:6]), 1, 4).step_ms is None  # could be buffered
+    hiccup = [900, 0, 0, 0, 60, 0, 0, 0, 0]
+    assert steptrace.cycle_estimate(_frame(hiccup), 1, 4).step_ms == pytest.approx(107.5)

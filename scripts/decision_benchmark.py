@@ -1,0 +1,93 @@
+#!/usr/bin/env python
+"""The verification's decision calibrated on this machine: A/A and known injected effects.
+
+A benchmark, not a test (it prints a table for a person to read and writes it as JSON): one
+training process compiles the arm's graphs once, measures its plain step, then runs
+comparisons by the verification's own protocol (perfstudy.run.decision_benchmark): `--aa`
+of the setting against itself, `--per-effect` with the reference slowed by each `--effects`
+share. The comparisons' kinds are shuffled (seeded), so drift of the host falls on all alike.
+
+    python scripts/decision_benchmark.py --size smoke                   # ~10 min on 2 cores
+    python scripts/decision_benchmark.py --size cpu_demo --aa 20 --per-effect 10   # hours
+    python scripts/decision_benchmark.py --size smoke --aa 2 --per-effect 1  # a minute, to try it
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from dataclasses import asdict
+from pathlib import Path
+
+import numpy as np
+
+from perfstudy.common import config
+from perfstudy.common.thresholds import pct
+from perfstudy.orchestrate.cli import main_guard, setup_logging
+from perfstudy.run import decision_benchmark as bench
+from perfstudy.data import sources
+from perfstudy.run import train
+from perfstudy.run.step import TrainStep
+
+log = logging.getLogger("decision_benchmark")
+
+
+def markdown(rows: list[dict], size: str, plain_ms: float) -> str:
+    lines = [f"| {size} (plain step {plain_ms:.0f} ms) | comparisons | faster | slower | equivalent "
+             "| inconclusive | rounds (median) | gain measured (pooled, 95 %) |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        name = "A/A" if r["effect"] == 0 else f"reference slowed by {pct(r['effect'])}"
+        lines.append(f"| {name} | {r['comparisons']} | {pct(r['faster'])} | {pct(r['slower'])} | "
+                     f"{pct(r['equivalent'])} | {pct(r['inconclusive'])} | {r['rounds_median']:.0f} | "
+                     f"{pct(r['measured_gain'], 1, signed=True)} ({pct(r['measured_gain_low'], 1)} "
+                     f"to {pct(r['measured_gain_high'], 1)}) |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--size", default="smoke", help="smoke | cpu_demo")
+    parser.add_argument("--experiment", default="baseline")
+    parser.add_argument("--aa", type=int, default=20, help="A/A comparisons")
+    parser.add_argument("--effects", default="0.25,0.10", help="injected slowdowns of the reference")
+    parser.add_argument("--per-effect", type=int, default=10, help="comparisons per effect")
+    parser.add_argument("--seed", type=int, default=11)
+    parser.add_argument("--results", default="results")
+    parser.add_argument("overrides", nargs="*", help="more Hydra overrides")
+    args = parser.parse_args()
+    setup_logging()
+    cfg = config.compose_run_config([f"size={args.size}", f"experiment={args.experiment}",
+                                     f"paths.results={args.results}", *args.overrides])
+    train._setup_mindspore(cfg)
+    manifest = train.load_data(cfg, None)
+    source = sources.training_source(manifest)
+    step = TrainStep(cfg, train.model_classes(cfg, manifest))
+    train.compile_graphs(step, cfg)
+    plain = bench.plain_step_ms(step, source, cfg)
+    log.info("plain step %.0f ms at the run's own setting", plain)
+    effects = [float(e) for e in args.effects.split(",") if e.strip()]
+    kinds = [0.0] * args.aa + [e for e in effects for _ in range(args.per_effect)]
+    order = np.random.default_rng(args.seed).permutation(len(kinds))
+    trials = []
+    for number, i in enumerate(order):
+        effect = kinds[i]
+        found = bench.trial(step, source, cfg, effect, effect * plain / 1e3, args.seed + 7919 * number)
+        log.info("comparison %d/%d (%s): %s, %d rounds, ratio %.3f", number + 1, len(kinds),
+                 "A/A" if effect == 0 else f"+{pct(effect)}", found.outcome, found.rounds, found.ratio)
+        trials.append(found)
+    rows = bench.table(trials)
+    out = Path(args.results) / "benchmarks" / "decision" / f"{args.size}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"size": args.size, "experiment": args.experiment, "plain_step_ms": plain,
+                               "verify": {k: cfg.verify[k] for k in cfg.verify},
+                               "rows": rows, "trials": [asdict(t) for t in trials]}, indent=2))
+    print(markdown(rows, args.size, plain))
+    print(f"(written to {out})")
+
+
+if __name__ == "__main__":
+    sys.exit(main_guard(main))

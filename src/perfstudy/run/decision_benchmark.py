@@ -1,0 +1,120 @@
+"""The verification's own benchmark: how often its decision is wrong, measured on this machine.
+
+The verification (perfstudy.run.verify, perfstudy.decide.verification) says a candidate is
+faster only when the whole 95 % interval of its paired ratio clears a 10 % gain. Whether that
+rule keeps its promises on a real, noisy host is a measurement, not an argument, so it is run on
+the real training with effects whose truth is known:
+* A/A: the run's own setting against itself (the same pipeline, built afresh per window): every
+  "faster" or "slower" is a false "changed";
+* a known effect: a fixed amount of CPU work (a busy loop in the training's own thread, holding
+  the GIL as a Python callback would) added to every step of the *reference* setting, sized to
+  `effect` x the plain step measured first, so the plain candidate is truly faster. The effect
+  it really has is measured too (the pooled ratio over all its comparisons' rounds): on an
+  input-bound run part of the added work overlaps the pipeline's.
+Each comparison runs the verification's protocol unchanged (interleaved rounds, the same
+windows, stopping once settled or at verify.max_rounds; no budget). The table: per effect,
+comparisons, the share decided faster / slower / equivalent / inconclusive, the rounds they
+took, the measured effect. scripts/decision_benchmark.py runs it; docs/measurement.md holds
+the numbers.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from perfstudy.common.thresholds import GAIN_THAT_MATTERS
+from perfstudy.measure import rounds as rounds_mod
+from perfstudy.measure.intervals import log_interval
+from perfstudy.measure.rounds import Schedule, Window
+from perfstudy.run import verify
+from perfstudy.run.step import TrainStep, timed_step
+
+log = logging.getLogger(__name__)
+
+
+def busy(seconds: float) -> None:
+    """Fixed CPU work in this thread (pure Python: it holds the GIL) for about `seconds`."""
+    end = time.perf_counter() + seconds
+    x = 0
+    while time.perf_counter() < end:
+        x += 1
+
+
+@dataclass(frozen=True)
+class Trial:
+    """One comparison: its outcome, rounds and ratio (candidate / reference)."""
+
+    effect: float
+    outcome: str
+    rounds: int
+    ratio: float
+    low: float | None
+    high: float | None
+    log_ratios: list[float]
+
+
+def _step_fn(step: TrainStep, extra_s: float) -> verify.StepFn:
+    def run(images, labels):
+        loss, fwd_bwd_end, end = timed_step(step, images, labels)
+        if extra_s > 0:
+            busy(extra_s)
+            end = time.time()
+        return loss, fwd_bwd_end, end
+    return run
+
+
+def plain_step_ms(step: TrainStep, source: str, cfg, windows: int = 3) -> float:
+    """The plain step at the run's own setting: the median of a few windows' means."""
+    means = []
+    for i in range(windows):
+        window = verify.measure_window(_step_fn(step, 0.0), source, cfg, {}, 900 + i, 0)
+        if window.step_ms:
+            means.append(window.step_ms)
+    if not means:
+        raise RuntimeError("no window reached a steady state; raise verify.max_steps")
+    return float(np.median(means))
+
+
+def trial(step: TrainStep, source: str, cfg, effect: float, extra_s: float, seed: int) -> Trial:
+    """One comparison by the verification's protocol: reference = the own setting with
+    `extra_s` of work per step (0: A/A), candidate = the plain own setting."""
+    fns: list[Callable] = [_step_fn(step, extra_s), _step_fn(step, 0.0)]
+    index = {"n": 0}
+
+    def visit(setting: int, round_: int) -> Window:
+        window = verify.measure_window(fns[setting], source, cfg, {}, seed + 1000 * round_ + setting,
+                                       index["n"])
+        index["n"] += window.steps
+        return window
+
+    ver = cfg.verify
+    found = rounds_mod.run(visit, Schedule(2, seed, ver.min_rounds, ver.max_rounds, None,
+                                           ver.max_interference,
+                                           rounds_mod.all_settled(GAIN_THAT_MATTERS)))
+    comp = rounds_mod.compare(found, 0, 1, GAIN_THAT_MATTERS)
+    ref, cand = found.paired(0, 1)
+    logs = [math.log(b / a) for a, b in zip(ref, cand, strict=True)]
+    return Trial(effect, comp.outcome, comp.rounds, comp.ratio or math.nan, comp.low, comp.high, logs)
+
+
+def table(trials: list[Trial]) -> list[dict]:
+    """Per effect: the outcomes' shares, the rounds, and the effect really measured (pooled)."""
+    rows = []
+    for effect in sorted({t.effect for t in trials}):
+        group = [t for t in trials if t.effect == effect]
+        pooled = log_interval([x for t in group for x in t.log_ratios])
+        count = len(group)
+        share = {o: sum(t.outcome == o for t in group) / count
+                 for o in ("faster", "slower", "equivalent", "inconclusive")}
+        rows.append({"effect": effect, "comparisons": count, **share,
+                     "rounds_median": float(np.median([t.rounds for t in group])),
+                     "measured_gain": 1 / pooled.ratio - 1,
+                     "measured_gain_low": 1 / pooled.high - 1 if math.isfinite(pooled.high) else None,
+                     "measured_gain_high": 1 / pooled.low - 1 if math.isfinite(pooled.low) else None})
+    return rows
