@@ -25,9 +25,9 @@ import numpy as np
 
 from perfstudy.common import config
 from perfstudy.common.thresholds import pct
+from perfstudy.data import sources
 from perfstudy.orchestrate.cli import main_guard, setup_logging
 from perfstudy.run import decision_benchmark as bench
-from perfstudy.data import sources
 from perfstudy.run import train
 from perfstudy.run.step import TrainStep
 
