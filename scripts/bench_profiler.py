@@ -15,13 +15,14 @@ follow them (profiler.placement=after), whose cost is the profiler's own.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import subprocess
 import sys
 from pathlib import Path
 
 import pandas as pd
+
+from perfstudy.run.summary import read_summary
 
 REPO = Path(__file__).resolve().parents[1]
 SETTINGS = ("off", "light", "full")
@@ -37,13 +38,14 @@ def train_once(arm: str, profiler: str, round_index: int, results: Path, data_ro
     done = subprocess.run(command, capture_output=True, text=True)
     if done.returncode != 0:
         raise SystemExit(f"training with profiler={profiler} failed:\n{done.stderr[-2000:]}")
-    summary = json.loads((results / "runs" / "bench_profiler" / run_name / "summary.json").read_text())
+    summary = read_summary(results / "runs" / "bench_profiler" / run_name)
+    window = summary.profiled_window
     return {"profiler": profiler, "round": round_index, "steady_step_ms": summary.steady_step_ms,
             "gap_share": summary.gap_share, "fwd_bwd_ms_mean": summary.fwd_bwd_ms.mean,
             "train_wall_s": summary.train_wall_s,
             "analyse_s": (summary.profile or {}).get("analyse_s", 0.0),
-            "profiled_step_ms": (summary.profiled_window or {}).get("steady_step_ms"),
-            "profiled_gap_share": (summary.profiled_window or {}).get("gap_share")}
+            "profiled_step_ms": window.steady_step_ms if window else None,
+            "profiled_gap_share": window.gap_share if window else None}
 
 
 def main() -> None:
