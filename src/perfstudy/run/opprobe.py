@@ -17,7 +17,8 @@ advisor reads these points instead of a scaling law.
 How much of an operator's time needs the training process's GIL is measured too, not guessed
 from its code: it is run at 1 thread worker alone and then beside a thread that holds the GIL
 the way a network's step does, in long stretches that never let go (one C call), free between
-(fraction `free` of the time), back to back. Work without the GIL goes on beside the holder;
+(fraction `free` of the time), in 3 interleaved rounds (each both, in a random order; the
+median round counts). Work without the GIL goes on beside the holder;
 work with it only in the free stretches, so with G ms of the batch needing the GIL, the batch
 takes T_beside = T_alone + G (1/free - 1):
 
@@ -31,6 +32,7 @@ from __future__ import annotations
 
 import logging
 import math
+import random
 import threading
 import time
 from typing import Any
@@ -215,26 +217,42 @@ def gil_ms(alone_ms: float, beside_ms: float, free: float) -> float:
     return min(max((beside_ms - alone_ms) * free / (1.0 - free), 0.0), alone_ms)
 
 
+GIL_ROUNDS = 3  # rounds of (alone, beside the holder), each in a seeded random order
+
+
 def _gil_point(op: dict[str, Any], pipe_cfg, rows: int, batches: float) -> dict[str, Any]:
-    """The operator at 1 thread worker alone, then beside a GilHolder, back to back (twice the
-    rows of a point: the pair is compared, so each is timed warm and long): its GIL time per
-    batch."""
-    warm, rows, batches = 2, 2 * rows, 2 * batches
+    """The operator at 1 thread worker alone and beside a GilHolder, in GIL_ROUNDS interleaved
+    rounds (each round both, in a random order: drift of the host falls on both alike, as in
+    the verification's rounds); its GIL time per batch is the median of the rounds' readings,
+    so one disturbed round does not decide it."""
+    warm = 2
+    order = random.Random(20221026)
 
     def ms_per_batch() -> float:
         wall, _ = _time_pipeline(_alone(op, pipe_cfg, 1, False, warm + rows), warm, rows)
         return 1e3 * wall / batches
 
-    alone = ms_per_batch()
-    holder = GilHolder()
-    holder.start()
-    try:
-        beside = ms_per_batch()
-    finally:
-        holder.halt.set()
-        holder.join()
-    return {"wall_ms_per_batch_alone": alone, "wall_ms_per_batch_beside": beside,
-            "free": holder.free, "gil_ms_per_batch": gil_ms(alone, beside, holder.free)}
+    readings = []
+    for _ in range(GIL_ROUNDS):
+        got: dict[str, float] = {}
+        for kind in order.sample(["alone", "beside"], 2):
+            if kind == "alone":
+                got["alone"] = ms_per_batch()
+                continue
+            holder = GilHolder()
+            holder.start()
+            try:
+                got["beside"] = ms_per_batch()
+            finally:
+                holder.halt.set()
+                holder.join()
+            got["free"] = holder.free
+        readings.append({**got, "gil": gil_ms(got["alone"], got["beside"], got["free"])})
+    readings.sort(key=lambda r: r["gil"])
+    mid = readings[len(readings) // 2]
+    return {"wall_ms_per_batch_alone": mid["alone"], "wall_ms_per_batch_beside": mid["beside"],
+            "free": mid["free"], "gil_ms_per_batch": mid["gil"], "rounds": len(readings),
+            "gil_ms_per_batch_each": [round(r["gil"], 1) for r in readings]}
 
 
 def probe(pipe_cfg, root: str, cpus: int) -> list[dict[str, Any]]:
