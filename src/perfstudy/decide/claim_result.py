@@ -63,7 +63,7 @@ class ClaimResult:
 class Scorecard:
     """The study's claims, scored (scorecard.json): shown first in the report."""
 
-    SCHEMA_VERSION = 1
+    SCHEMA_VERSION = 2  # 2: interval_kind is "range" below 6 repeats, else "order-statistic <coverage>"
     KIND = "scorecard (scorecard.json)"
     RERUN = "make the report again with this code (snakemake --cores all --forcerun report)"
 
