@@ -28,7 +28,7 @@ from perfstudy.common.thresholds import pct
 from perfstudy.data import sources
 from perfstudy.orchestrate.cli import main_guard, setup_logging
 from perfstudy.run import decision_benchmark as bench
-from perfstudy.run import train
+from perfstudy.run import train, verify
 from perfstudy.run.step import TrainStep
 
 log = logging.getLogger("decision_benchmark")
@@ -60,8 +60,15 @@ def main() -> None:
     parser.add_argument("overrides", nargs="*", help="more Hydra overrides")
     args = parser.parse_args()
     setup_logging()
+    effects = [float(e) for e in args.effects.split(",") if e.strip()]
+    kinds = [0.0] * args.aa + [e for e in effects for _ in range(args.per_effect)]
     cfg = config.compose_run_config([f"size={args.size}", f"experiment={args.experiment}",
                                      f"paths.results={args.results}", *args.overrides])
+    # the optimizer's learning-rate schedule must cover every step the comparisons can take
+    most = (len(kinds) * 2 + 3) * verify.total_steps(cfg)
+    cfg = config.compose_run_config([f"size={args.size}", f"experiment={args.experiment}",
+                                     f"paths.results={args.results}", *args.overrides,
+                                     f"trainer.steps={most}"])
     train._setup_mindspore(cfg)
     manifest = train.load_data(cfg, None)
     source = sources.training_source(manifest)
@@ -69,8 +76,6 @@ def main() -> None:
     train.compile_graphs(step, cfg)
     plain = bench.plain_step_ms(step, source, cfg)
     log.info("plain step %.0f ms at the run's own setting", plain)
-    effects = [float(e) for e in args.effects.split(",") if e.strip()]
-    kinds = [0.0] * args.aa + [e for e in effects for _ in range(args.per_effect)]
     order = np.random.default_rng(args.seed).permutation(len(kinds))
     trials = []
     for number, i in enumerate(order):

@@ -282,7 +282,7 @@ def _verified(answer: dict[str, Any], checked: Checked, advice: dict[str, Any],
                 "culprit_key": culprit_key, "culprit_label": stage["label"] if stage else culprit_key,
                 "culprit_kind": culprit_kind(stage),
                 "workers": changes.get(culprit_key), "remedies": [], "sentence": sentence + "."}
-    readings = "; ".join(f"{m.label} {m.comparison.words()}" for m in checked.settings[1:]
+    readings = "; ".join(f"{m.label}: step {m.comparison.words()}" for m in checked.settings[1:]
                          if m.comparison)
     if checked.outcome == INCONCLUSIVE:
         open_ = checked.open_candidate()
