@@ -206,3 +206,25 @@ def test_a_cluster_executor_refuses_a_sqlite_tracking_store_up_front(tmp_path):
     assert result.returncode != 0
     assert "The tracking store is the SQLite file" in out and "MLFLOW_TRACKING_URI=http://" in out
     assert not (tmp_path / "results" / "runs").exists()  # nothing ran
+
+
+def test_repeats_train_in_rounds_each_run_after_the_one_before(tmp_path):
+    """With repeats=2 the DAG chains the train jobs in run_order (a seeded random order per
+    round): each train job has the one before it as an input, so no two rounds mix."""
+    import re
+
+    from perfstudy.orchestrate.study import run_order
+
+    result = snakemake("-n", "--cores", "2", "--config", "repeats=2", "overrides=[size=smoke]",
+                       "arms=[baseline,tuned]", workdir=tmp_path)
+    assert result.returncode == 0, result.stderr
+    after = {}
+    for block in result.stdout.split("rule train:")[1:]:
+        inputs = block.split("input:", 1)[1].split("\n", 1)[0]
+        run = re.search(r"runs/seed_case/([\w.]+)/config.yaml", inputs).group(1)
+        before = re.search(r"runs/seed_case/([\w.]+)/summary.json", inputs)
+        after[run] = before.group(1) if before else None
+    wf = {"study": "seed_case", "repeats": 2, "arms": ["baseline", "tuned"],
+          "studies": {"seed_case": {"arms": {"baseline": [], "tuned": []}}}}
+    order = run_order(wf, "seed_case")
+    assert after == dict(zip(order, [None, *order[:-1]], strict=True))

@@ -9,8 +9,8 @@ from snakemake.settings.types import DeploymentMethod
 
 from perfstudy.common.config import ConfigError, to_container
 from perfstudy.data.prepare import Settings, prepared_dir
-from perfstudy.orchestrate.study import (arm_overrides, compose_arm, manifest_path, run_names,
-                             source_manifest_path)
+from perfstudy.orchestrate.study import (arm_overrides, compose_arm, manifest_path, previous_run,
+                             run_names, source_manifest_path)
 
 RESULTS = config["results"]
 STUDY = config["study"]
@@ -25,6 +25,14 @@ try:
     ARM_CONFIGS = {arm: compose_arm(config, STUDY, arm) for arm in ARMS}
 except ConfigError as exc:
     raise WorkflowError(str(exc)) from None
+
+
+def train_after(wildcards):
+    """With repeats > 1 the runs train in seeded random rounds (perfstudy.orchestrate.study.
+    run_order): each waits for the run before it. ancient(): an order, not data, so retraining
+    one run does not retrain the runs after it."""
+    before = previous_run(config, wildcards.study, wildcards.arm)
+    return [ancient(f"{RESULTS}/runs/{wildcards.study}/{before}/summary.json")] if before else []
 
 
 def dataset_manifest(wildcards):

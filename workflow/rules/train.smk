@@ -3,6 +3,7 @@ rule train:
     input:
         config=f"{RESULTS}/runs/{{study}}/{{arm}}/config.yaml",
         manifest=dataset_manifest,
+        after=train_after,
     output:
         steps=f"{RESULTS}/runs/{{study}}/{{arm}}/steps.csv",
         summary=f"{RESULTS}/runs/{{study}}/{{arm}}/summary.json",

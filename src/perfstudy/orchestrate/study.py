@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from omegaconf import DictConfig
 
 from perfstudy.common.config import ConfigError, compose_run_config
@@ -121,6 +122,33 @@ def run_names(wf_config: dict[str, Any], study: str | None = None) -> list[str]:
     slow drift of the machine touches every arm alike)."""
     count = repeats(wf_config)
     return [run_name(arm, k) for k in range(1, count + 1) for arm in arm_names(wf_config, study)]
+
+
+def run_order(wf_config: dict[str, Any], study: str | None = None) -> list[str]:
+    """The order the runs train in when every arm repeats (repeats > 1): rounds, round k the
+    k-th repeat of every arm, each round in an order drawn from a generator seeded by the
+    workflow config's `order_seed` and the round (Abedi & Brecht's randomized multiple
+    interleaved trials: the host's drift falls on every arm alike, and repeat k of two arms
+    is a pair measured close in time). With one repeat, the arms in the study's order."""
+    arms = arm_names(wf_config, study)
+    count = repeats(wf_config)
+    if count == 1:
+        return arms
+    seed = int(wf_config.get("order_seed", 0) or 0)
+    out = []
+    for k in range(1, count + 1):
+        order = np.random.default_rng([seed, k]).permutation(len(arms))
+        out += [run_name(arms[i], k) for i in order]
+    return out
+
+
+def previous_run(wf_config: dict[str, Any], study: str, run: str) -> str | None:
+    """The run that trains just before `run` in run_order (None: the first, or one repeat)."""
+    if repeats(wf_config) == 1:
+        return None
+    order = run_order(wf_config, study)
+    at = order.index(run)
+    return order[at - 1] if at else None
 
 
 def split_run(wf_config: dict[str, Any], study: str, run: str) -> tuple[str, int]:

@@ -2,9 +2,10 @@
 
 Per arm, over its repeats' steady steps: median, olympic mean (the fastest and the slowest
 dropped, as MLPerf and DESIGN.md do, from 3 repeats on), min, max and the relative spread.
-The speedup of each arm over the baseline is the ratio of medians, with a percentile
-bootstrap interval (repeats of each arm resampled independently; fixed seed, so the same
-results give the same report).
+The speedup of each arm over the baseline is the ratio of medians, with the 95 % interval of
+the speedup paired by repeat (repeat k of the baseline with repeat k of the arm: the runs of
+one round, measured close in time; Student-t on the per-round log ratios,
+perfstudy.measure.intervals), so the host's drift between rounds falls out of it.
 """
 
 from __future__ import annotations
@@ -13,10 +14,9 @@ import numpy as np
 import pandas as pd
 
 from perfstudy.common.thresholds import pct
+from perfstudy.measure.intervals import ratio_interval
 
-BOOTSTRAP_SAMPLES = 10_000
 CONFIDENCE = 0.95
-SEED = 20221026  # fixed: the interval is part of the report, it must not change on a rebuild
 
 
 def olympic_mean(values: list[float]) -> float:
@@ -25,18 +25,14 @@ def olympic_mean(values: list[float]) -> float:
     return float(np.mean(ordered[1:-1] if len(ordered) >= 3 else ordered))
 
 
-def speedup_interval(baseline: list[float], arm: list[float],
-                     samples: int = BOOTSTRAP_SAMPLES) -> tuple[float, float]:
-    """Percentile bootstrap interval of median(baseline) / median(arm); NaNs below 2 repeats."""
-    if len(baseline) < 2 or len(arm) < 2:
+def speedup_interval(baseline: list[float], arm: list[float]) -> tuple[float, float]:
+    """The 95 % interval of the speedup baseline / arm paired by repeat (lists in repeat order:
+    round k is baseline[k] with arm[k]); NaNs below 2 paired rounds."""
+    pairs = list(zip(baseline, arm, strict=False))
+    if len(pairs) < 2:
         return float("nan"), float("nan")
-    rng = np.random.default_rng(SEED)
-    base = rng.choice(np.asarray(baseline), size=(samples, len(baseline)), replace=True)
-    other = rng.choice(np.asarray(arm), size=(samples, len(arm)), replace=True)
-    ratios = np.median(base, axis=1) / np.median(other, axis=1)
-    tail = (1 - CONFIDENCE) / 2
-    low, high = np.quantile(ratios, [tail, 1 - tail])
-    return float(low), float(high)
+    found = ratio_interval([a for _, a in pairs], [b for b, _ in pairs], CONFIDENCE)
+    return found.low, found.high
 
 
 def by_arm(runs: list) -> dict[str, list]:
@@ -50,7 +46,8 @@ def by_arm(runs: list) -> dict[str, list]:
 def table(runs: list, baseline: str = "baseline") -> pd.DataFrame:
     """repeats.csv: one row per arm."""
     groups = by_arm(runs)
-    steady = {arm: [r.summary.steady_step_ms for r in group] for arm, group in groups.items()}
+    steady = {arm: [r.summary.steady_step_ms for r in sorted(group, key=lambda r: r.summary.repeat)]
+              for arm, group in groups.items()}
     base = steady.get(baseline) or next(iter(steady.values()))
     rows = []
     for arm, values in steady.items():
@@ -70,6 +67,22 @@ def table(runs: list, baseline: str = "baseline") -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def order_lines(runs: list) -> list[str]:
+    """The rounds of repeats as they trained (by each run's start time): one line per round."""
+    rounds: dict[int, list] = {}
+    for run in runs:
+        rounds.setdefault(run.summary.repeat, []).append(run)
+    if len(rounds) < 2:
+        return []
+    lines = []
+    for k in sorted(rounds):
+        group = sorted(rounds[k], key=lambda r: r.summary.started_at or "")
+        unknown = any(r.summary.started_at is None for r in group)
+        lines.append(f"round {k}: " + " → ".join(r.summary.arm for r in group)
+                     + (" (some start times were not recorded)" if unknown else ""))
+    return lines
+
+
 def report_table(frame: pd.DataFrame) -> pd.DataFrame:
     """repeats.csv as the report shows it."""
     def interval(row) -> str:
@@ -85,7 +98,7 @@ def report_table(frame: pd.DataFrame) -> pd.DataFrame:
         "gap share (median, min .. max)": (f"{pct(row.gap_share_median, 1)} "
                                            f"({100 * row.gap_share_min:.1f} .. {100 * row.gap_share_max:.1f})"),
         "speedup (median)": f"{row.speedup_median:.2f}x",
-        f"{pct(CONFIDENCE)} bootstrap interval": interval(row),
+        f"{pct(CONFIDENCE)} interval (paired by repeat)": interval(row),
     } for row in frame.itertuples(index=False)])
 
 

@@ -57,7 +57,7 @@ def build(study: str, runs: list[Arm], out_dir: str | Path, card: Scorecard) -> 
     doc.verdicts("Verdicts", _verdicts(arms, across, prepared))
     _peer_sections(doc, arms, out, paths)
     doc.heading("Details")
-    for title, content in _details(arms, spread, prepared, bench_points):
+    for title, content in _details(arms, spread, prepared, bench_points, runs):
         if content is not None:  # an optional section with nothing to say
             doc.section(title, content, collapsed=True)
     for title, path in figs:
@@ -135,7 +135,7 @@ def _peer_sections(doc: document.Document, arms: list[Arm], out: Path, paths: di
 
 
 def _details(arms: list[Arm], spread: pd.DataFrame, prepared: pd.DataFrame,
-             bench_points: pd.DataFrame) -> list[tuple[str, Any]]:
+             bench_points: pd.DataFrame, runs: list[Arm]) -> list[tuple[str, Any]]:
     """The collapsed detail sections, in order (None: a section with nothing to say)."""
     exclusions = [f"{a.name}: {a.summary.steps_measured} measured, excluded "
                   f"{a.summary.steps_excluded_by_phase}; {a.summary.drain_rule}" for a in arms]
@@ -147,6 +147,8 @@ def _details(arms: list[Arm], spread: pd.DataFrame, prepared: pd.DataFrame,
         ("Published vs measured", tables.published_vs_measured(arms)),
         ("Repeats: spread across seeds, and the speedup's interval",
          repeats.report_table(spread) if spread["repeats"].max() > 1 else None),
+        ("Repeats: the rounds as they trained (a seeded random order per round)",
+         repeats.order_lines(runs) or None),
         ("Diagnosis, side by side", tables.diagnosis_table(arms)),
         ("What-if advisor: predicted from one profiled run", scaling.advisor_lines(arms) or None),
         ("Verification: the model's candidates measured in interleaved rounds, each window a fresh pipeline",

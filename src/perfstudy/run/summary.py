@@ -161,6 +161,8 @@ class RunSummary:
     profiled_window: WindowStats | None = doc("the profiled steps' step and gap share")
     run_wall_s: float = doc("the run's wall time up to the summary (training, profiling, "
                             "calibration)")
+    started_at: str | None = doc("when the run started (UTC, ISO 8601): the order of a study's "
+                                 "runs, as they trained", default=None)
     verification: Verification | None = doc(
         "the run's own setting and the model's best settings measured in interleaved rounds "
         "(perfstudy.run.verify)", default=None)

@@ -13,6 +13,7 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, is_dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -334,7 +335,8 @@ def summarise(cfg, frame: pd.DataFrame, drain_rule: str, measured: Measured, con
         "mindspore_version": ms.__version__, "mindspore_commit": mindspore_build()["commit"],
         "device_target": cfg.trainer.device_target, "mode": cfg.trainer.mode,
         "environment": environment(), "profile": profile_meta, "autotune": measured.autotune,
-        "profiled_window": profiled, "run_wall_s": time.time() - context["started"]}
+        "profiled_window": profiled, "run_wall_s": time.time() - context["started"],
+        "started_at": datetime.fromtimestamp(context["started"], UTC).isoformat(timespec="seconds")}
     # typed through the reader's own path: a field missing or misnamed here fails at once
     return from_dict(RunSummary, {"schema_version": RunSummary.SCHEMA_VERSION, **{
         k: asdict(v) if is_dataclass(v) else v for k, v in data.items()}}, "the run's summary")

@@ -1,4 +1,4 @@
-"""Repeats: run names and seeds, olympic mean, the bootstrap interval, the report's section."""
+"""Repeats: run names and seeds, olympic mean, the paired interval, the report's section."""
 
 import copy
 import shutil
@@ -43,12 +43,16 @@ def test_olympic_mean_drops_the_fastest_and_the_slowest():
     assert repeats.olympic_mean([4, 6]) == pytest.approx(5.0)
 
 
-def test_the_speedup_interval_is_reproducible_and_holds_the_estimate():
+def test_the_speedup_interval_is_paired_by_repeat():
     base, tuned = [4300, 4250, 4400, 4330, 4290], [2990, 3050, 2900, 3100, 2980]
     low, high = repeats.speedup_interval(base, tuned)
-    assert (low, high) == repeats.speedup_interval(base, tuned)  # fixed seed
     estimate = np.median(base) / np.median(tuned)
     assert low <= estimate <= high and high - low < 0.2
+    # a host that drifts between rounds moves both arms of a round: the paired interval stays tight
+    drift = [1.0, 1.3, 0.8, 1.2, 0.9]
+    low_d, high_d = repeats.speedup_interval([b * d for b, d in zip(base, drift, strict=True)],
+                                             [t * d for t, d in zip(tuned, drift, strict=True)])
+    assert (low_d, high_d) == pytest.approx((low, high))
     assert np.isnan(repeats.speedup_interval([4300], [3000])[0])  # one repeat: no interval
 
 
@@ -131,3 +135,21 @@ def test_an_answer_is_settled_only_when_every_repeat_gives_it_beyond_the_noise(t
     assert repeats.answers(runs[:1]) == []  # one repeat: nothing to settle
     assert not (render_report("s", runs[:1], tmp_path / "report")).get("answers")
     assert not (tmp_path / "report" / "answers.csv").exists()
+
+
+def test_repeats_train_in_seeded_random_rounds_each_waiting_for_the_one_before():
+    from perfstudy.orchestrate.study import previous_run, run_order
+
+    wf = {**WF, "studies": {"s": {"arms": {a: [] for a in ("baseline", "tuned", "prepared")}}}}
+    order = run_order(wf, "s")
+    rounds = [order[i:i + 3] for i in range(0, 9, 3)]
+    assert [sorted(r) for r in rounds] == [["baseline", "prepared", "tuned"],
+                                           sorted(f"{a}.r2" for a in ("baseline", "tuned", "prepared")),
+                                           sorted(f"{a}.r3" for a in ("baseline", "tuned", "prepared"))]
+    assert order == run_order(wf, "s")  # recorded by its seed
+    assert len({tuple(r.split(".")[0] for r in rnd) for rnd in rounds}) > 1  # not one fixed order
+    assert run_order({**wf, "order_seed": 5}, "s") != order
+    assert previous_run(wf, "s", order[0]) is None
+    assert [previous_run(wf, "s", r) for r in order[1:]] == order[:-1]
+    assert previous_run({**wf, "repeats": 1}, "s", "tuned") is None  # one repeat: no chain
+    assert run_order({**wf, "repeats": 1}, "s") == ["baseline", "tuned", "prepared"]
