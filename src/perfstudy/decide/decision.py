@@ -33,7 +33,7 @@ from perfstudy.common.thresholds import GAIN_THAT_MATTERS, NOT_STEADY, WITHIN_BE
 from perfstudy.decide.advisor import COMPUTES, canonical, describe_settings, predict, stage_ms, step_swing
 from perfstudy.decide.fixes import DECODE_OPS, prepared_prediction, remedies
 from perfstudy.decide.recommendation import Recommendation
-from perfstudy.decide.verification import HELPS, INCONCLUSIVE, Checked, protocol_words, verdict
+from perfstudy.decide.verification import FEW_ROUNDS, HELPS, INCONCLUSIVE, Checked, protocol_words, verdict
 from perfstudy.run.settings import ADDRESSED, MP, Settings
 from perfstudy.run.summary import RunSummary
 
@@ -290,9 +290,11 @@ def _verified(answer: dict[str, Any], checked: Checked, advice: dict[str, Any],
         sentence = (f"Inconclusive (measured): {readings}; "
                     + (f"{open_.label}'s interval holds both a gain of {pct(checked.margin)} and "
                        "less" if open_ else "no candidate paired with the current setting")
-                    + f", so the setting is kept ({how}). More rounds decide it"
-                    + (f" (about {needed} in all)" if needed else "")
-                    + ": raise verify.max_rounds and verify.budget_share")
+                    + f", so the setting is kept ({how}). "
+                    + (f"More rounds decide it (about {needed} in all): raise verify.max_rounds and "
+                       "verify.budget_share" if needed and needed <= FEW_ROUNDS else
+                       "Its estimate sits too close to the 10 % line (or its rounds disagree too "
+                       "much) for a few more rounds to settle it; a larger gain would be decided"))
         return {**base, "action": "inconclusive", "changes": {}, "settings": canonical(advice["now"]),
                 "predicted_step_ms": own.predicted_ms, "predicted_gain": 0.0,
                 "measured_gain": 0.0, "workers": None, "remedies": fixes,

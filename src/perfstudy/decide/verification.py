@@ -34,6 +34,9 @@ from perfstudy.run.settings import MP, Settings
 from perfstudy.run.verify_record import Planned, Verification
 
 HELPS, NO_GAIN, INCONCLUSIVE = "helps", "no_gain", "inconclusive"
+# an inconclusive answer names the rounds that would decide it only when they are this few
+# (4x the default verify.max_rounds); past that, more rounds are not the remedy
+FEW_ROUNDS = 48
 
 
 @dataclass(frozen=True)

@@ -174,3 +174,14 @@ def test_the_slow_operators_other_mode_is_measured_even_where_the_model_sees_not
     assert plan[2].settings == canonical({**now, KEY: 2})  # threads, the rest as now
 
 
+
+
+def test_an_estimate_on_the_margin_is_not_sent_to_more_rounds():
+    base = summary()
+    key = "pipeline.num_parallel_workers"
+    own = [4000.0, 4100.0, 3950.0]
+    on_line = [own[0] / 1.10 * 1.15, own[1] / 1.10 * 0.87, own[2] / 1.10]  # a 10 % gain, noisy
+    answer = diagnosis.diagnose(_verified(base, [({key: 1}, 4000.0), ({key: 2}, 3600.0)],
+                                          [own, on_line]), steps()).recommendation
+    assert answer.action == "inconclusive" and "too close to the 10 % line" in answer.sentence
+    assert "raise verify.max_rounds" not in answer.sentence
