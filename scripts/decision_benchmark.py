@@ -77,19 +77,21 @@ def main() -> None:
     plain = bench.plain_step_ms(step, source, cfg)
     log.info("plain step %.0f ms at the run's own setting", plain)
     order = np.random.default_rng(args.seed).permutation(len(kinds))
-    trials = []
+    out = Path(args.results) / "benchmarks" / "decision" / f"{args.size}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    trials: list[bench.Trial] = []
+    rows: list[dict] = []
     for number, i in enumerate(order):
         effect = kinds[i]
         found = bench.trial(step, source, cfg, effect, effect * plain / 1e3, args.seed + 7919 * number)
         log.info("comparison %d/%d (%s): %s, %d rounds, ratio %.3f", number + 1, len(kinds),
                  "A/A" if effect == 0 else f"+{pct(effect)}", found.outcome, found.rounds, found.ratio)
         trials.append(found)
-    rows = bench.table(trials)
-    out = Path(args.results) / "benchmarks" / "decision" / f"{args.size}.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"size": args.size, "experiment": args.experiment, "plain_step_ms": plain,
-                               "verify": {k: cfg.verify[k] for k in cfg.verify},
-                               "rows": rows, "trials": [asdict(t) for t in trials]}, indent=2))
+        rows = bench.table(trials)  # written after every comparison: a stopped run keeps its part
+        out.write_text(json.dumps({"size": args.size, "experiment": args.experiment,
+                                   "plain_step_ms": plain, "planned": len(kinds),
+                                   "verify": {k: cfg.verify[k] for k in cfg.verify},
+                                   "rows": rows, "trials": [asdict(t) for t in trials]}, indent=2))
     print(markdown(rows, args.size, plain))
     print(f"(written to {out})")
 
