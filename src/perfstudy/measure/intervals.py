@@ -120,16 +120,21 @@ def outcome(interval: RatioInterval, margin: float) -> Outcome:
 
 
 def rounds_for(interval: RatioInterval, margin: float, level: float = LEVEL) -> int | None:
-    """About how many rounds would let an interval this noisy decide at `margin`: its half
-    width down to the distance from the estimate to the band's edge (None without a spread,
-    or when the estimate sits on the edge, where no number of rounds decides it)."""
+    """About how many rounds would let an interval this noisy decide at `margin`: the fewest,
+    more than now, whose Student-t half width (at this spread) is within the distance from the
+    estimate to the band's edge (None without a spread, when the estimate sits on the edge,
+    where no number of rounds decides it, or past 1000)."""
     if not math.isfinite(interval.sd_log) or interval.sd_log <= 0:
         return None
     room = abs(abs(math.log(interval.ratio)) - math.log(1 + margin))
     if room < 0.01:
         return None
-    z = float(stats.norm.ppf(0.5 + level / 2))
-    return max(interval.rounds, math.ceil((z * interval.sd_log / room) ** 2) + 1)
+    n = interval.rounds + 1  # the next round at least: the current ones did not decide it
+    while n <= 1000:
+        if float(stats.t.ppf(0.5 + level / 2, n - 1)) * interval.sd_log / math.sqrt(n) <= room:
+            return n
+        n += 1
+    return None
 
 
 @dataclass(frozen=True)
