@@ -33,7 +33,7 @@ def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
 def make_summary(fields: dict[str, Any] | None = None, **more: Any) -> RunSummary:
     """A RunSummary: the baseline fixture with `fields` (and keyword fields) laid over it."""
     neutral = {"profiled_window": None, "before_window_ms": 0.0, "verification": None,
-               "autotune": None, "scenario": None}  # what a test does not set does not act
+               "autotune": None, "scenario": None, "sweep": None}  # what a test does not set does not act
     data = _merge({**json.loads(BASE.read_text()), **neutral}, {**(fields or {}), **more})
     data[SCHEMA_KEY] = RunSummary.SCHEMA_VERSION
     return from_dict(RunSummary, data, "a test's summary")
@@ -116,3 +116,22 @@ def make_verification(plan: list[tuple[dict, float]], series: list[list[float | 
             visits.append(Visit(setting, r, position, window, Interference(1.0, 0.0, 0.0)))
     rounds = Rounds(n, 1, orders, visits, "decided", 10.0 * count, training_wall_s, 0.10)
     return Verification(planned, rounds, training_wall_s, 1.0)
+
+
+def make_sweep(key: str, steps: dict[int, float], rounds_: int = 6, noise: float = 0.0, seed: int = 0):
+    """A truth run's Sweep record: every worker count in `steps` (threads) measured in `rounds_`
+    interleaved rounds; each round drifts the host by ~30 % (shared: pairing cancels it), each
+    window has its own noise (sd of its log)."""
+    import numpy as np
+
+    from perfstudy.measure import rounds
+    from perfstudy.measure.rounds import Schedule, Window
+    from perfstudy.run.sweep_record import Sweep, points
+
+    rng = np.random.default_rng(seed)
+    drift = np.exp(rng.normal(0, 0.3, rounds_))
+    values = list(steps)
+    series = {w: [float(ms * d * np.exp(rng.normal(0, noise))) for d in drift] for w, ms in steps.items()}
+    found = rounds.run(lambda setting, round_: Window(series[values[setting]][round_], 8, 4, 1.0),
+                       Schedule(len(values), seed=1, min_rounds=rounds_, max_rounds=rounds_), monitor=None)
+    return Sweep(key, points(key, values, False, {key: 1}), found, 100.0, 4.0)

@@ -141,18 +141,15 @@ def test_sweep_arms_are_the_sweeps_overrides_plus_the_value():
 
 
 def test_the_scenarios_study_plans_each_diagnosed_run_and_its_sweep(tmp_path):
-    from perfstudy.common.provenance import cpu_count
-
     result = snakemake("-n", "--cores", "2", "--config", "study=scenarios", "overrides=[size=smoke]",
                        workdir=tmp_path)
     assert result.returncode == 0, result.stderr
     out = result.stdout + result.stderr
-    # 12 diagnosed runs; sweeps of 1..CPUs for 11 scenarios (decode_cpus reuses decode_1's), twice
-    # (threads, processes) for the 7 Python maps (2 of the study's own, the 5 benchmark transforms)
-    trains = 12 + cpu_count() * (11 + 7)
-    assert any(line.split() == ["train", str(trains)] for line in out.splitlines()), out[-2000:]
-    for run in ("python_cpu", "python_cpu_w1_mp", "slow_reader_w1", "decode_cpus", "batch_transform_w1",
-                "pillow_filter", "mixed_cost_w2_mp", "numpy_fft_w1", "python_loop", "batch_loop_w1_mp"):
+    # 12 diagnosed runs; one sweep run for 11 scenarios (decode_cpus reuses decode_1's), each
+    # measuring all its settings in interleaved rounds
+    assert any(line.split() == ["train", str(12 + 11)] for line in out.splitlines()), out[-2000:]
+    for run in ("python_cpu", "python_cpu_sweep", "slow_reader_sweep", "decode_cpus", "batch_transform_sweep",
+                "pillow_filter", "mixed_cost_sweep", "numpy_fft_sweep", "python_loop", "batch_loop_sweep"):
         assert f"runs/scenarios/{run}/steps.csv" in out
 
 
@@ -163,15 +160,16 @@ def test_scenario_arms_carry_their_role_truth_and_key():
     wf = {"study": "b", "results": "r", "overrides": ["size=smoke"], "studies": {"b": {"scenarios": {
         "slow": {"arm": ["experiment=slow_reader"], "key": "pipeline.reader_workers", "values": [1, 2]},
         "same": {"arm": ["experiment=slow_reader", "pipeline.reader_workers=2"], "truth": "slow"}}}}}
-    assert list(arm_table(wf)) == ["slow", "slow_w1", "slow_w2", "same"]
-    cfg = compose_arm(wf, "b", "slow_w2")
-    assert (cfg.scenario.role, cfg.scenario.truth, cfg.pipeline.reader_workers) == ("truth", "slow", 2)
-    assert cfg.profiler.name == "off" and cfg.pipeline.reader_delay_ms == 40
+    assert list(arm_table(wf)) == ["slow", "slow_sweep", "same"]
+    cfg = compose_arm(wf, "b", "slow_sweep")
+    assert (cfg.scenario.role, cfg.scenario.truth) == ("truth", "slow")
+    assert (cfg.sweep.key, list(cfg.sweep.workers), cfg.sweep.processes) == ("pipeline.reader_workers", [1, 2], False)
+    assert cfg.profiler.name == "off" and cfg.pipeline.reader_delay_ms == 40 and cfg.verify.candidates == 0
     same = compose_arm(wf, "b", "same")
     assert (same.scenario.role, same.scenario.truth, same.scenario.key) == \
         ("diagnosed", "slow", "pipeline.reader_workers")
     wf["studies"]["b"]["autotune"] = True  # each scenario also run by MindSpore's AutoTune
-    assert list(arm_table(wf)) == ["slow", "slow_autotune", "slow_w1", "slow_w2", "same"]
+    assert list(arm_table(wf)) == ["slow", "slow_autotune", "slow_sweep", "same"]
     tuned = compose_arm(wf, "b", "slow_autotune")
     assert tuned.pipeline.autotune and tuned.scenario.role == "peer" and tuned.profiler.name == "off"
     wf["studies"]["b"]["select"] = ["same"]
@@ -187,11 +185,11 @@ def test_the_mindcv_study_sweeps_the_recipes_image_map_by_address():
     wf = yaml.safe_load((REPO / "workflow" / "config.yaml").read_text())
     wf.update(study="mindcv", overrides=["size=smoke"])
     arms = list(arm_table(wf))
-    assert {"mindcv_resnet50", "mindcv_mobilenet", "mindcv_resnet50_w1_mp",
-            "mindcv_mobilenet_w2"} <= set(arms)
-    swept = compose_arm(wf, "mindcv", "mindcv_mobilenet_w1_mp")
+    assert {"mindcv_resnet50", "mindcv_mobilenet", "mindcv_resnet50_sweep",
+            "mindcv_mobilenet_sweep"} <= set(arms)
+    swept = compose_arm(wf, "mindcv", "mindcv_mobilenet_sweep")
     assert swept.pipeline._target_ == "perfstudy.run.mindcv_recipe.imagenet_recipe"
-    assert (swept.pipeline.workers["map_2"], swept.pipeline.processes["map_2"]) == (1, True)
+    assert (swept.sweep.key, swept.sweep.processes) == ("pipeline.workers.map_2", True)
     assert swept.model.args["model_name"] == "mobilenet_v3_small_100"
     diagnosed = compose_arm(wf, "mindcv", "mindcv_resnet50")
     assert diagnosed.scenario.key == "pipeline.workers.map_2" and not diagnosed.pipeline.workers

@@ -122,6 +122,7 @@ def validate(cfg: DictConfig) -> None:
             f"{cfg.trainer.min_measured_steps} measured steps are needed; raise trainer.steps.")
     _validate_profiler(cfg)
     _validate_verify(cfg)
+    _validate_sweep(cfg)
     _validate_pipeline_extras(cfg)
     if cfg.model.num_classes < cfg.data.num_classes and cfg.data.path is None:
         raise ConfigError(
@@ -164,6 +165,22 @@ def _validate_verify(cfg: DictConfig) -> None:
         raise ConfigError(f"verify.budget_share is {ver.budget_share} and "
                           f"verify.max_interference {ver.max_interference}; use a positive "
                           "share and a share in (0, 1).")
+
+
+def _validate_sweep(cfg: DictConfig) -> None:
+    sweep = cfg.sweep
+    if not sweep.key:
+        return
+    if not sweep.key.startswith("pipeline.") or sweep.key.endswith("multiprocessing"):
+        raise ConfigError(f"sweep.key is {sweep.key!r}; use a pipeline key that sizes an operator's "
+                          "workers, e.g. pipeline.num_parallel_workers or pipeline.workers.map_2.")
+    if any(v <= 0 for v in sweep.workers):
+        raise ConfigError(f"sweep.workers is {list(sweep.workers)}; use positive worker counts (or "
+                          "leave it empty for 1..the CPUs).")
+    if sweep.max_rounds < cfg.verify.min_rounds or sweep.budget_share <= 0:
+        raise ConfigError(f"sweep.max_rounds is {sweep.max_rounds} and sweep.budget_share "
+                          f"{sweep.budget_share}; use max_rounds >= verify.min_rounds "
+                          f"({cfg.verify.min_rounds}) and a positive share.")
 
 
 def _validate_profiler(cfg: DictConfig) -> None:

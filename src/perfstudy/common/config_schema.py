@@ -185,6 +185,22 @@ class VerifyConfig:
 
 
 @dataclass
+class SweepConfig:
+    """Ground truth by the verification's protocol (a diagnosis benchmark's truth runs): after
+    the run's own measured window, every setting of one operator is measured in interleaved
+    rounds (windows and interference as `verify`), until each setting is placed within 10 % of
+    the best or not (perfstudy.measure.nearbest), `max_rounds` or the budget."""
+
+    key: str = ""  # the settings key swept, e.g. pipeline.extra_transform_workers ("": no sweep)
+    workers: list[int] = field(default_factory=list)  # its worker counts (empty: 1..the CPUs)
+    processes: bool = False  # every value also with the operator's Python in worker processes
+    max_rounds: int = 12  # rounds at most; fewer once every setting is placed
+    # what the rounds may cost, as a share of the training's wall time before them (after
+    # verify.min_rounds): a ground truth is worth more of it than a verification
+    budget_share: float = 4.0
+
+
+@dataclass
 class TrackingConfig:
     """Where results are logged (MLflow)."""
 
@@ -209,7 +225,7 @@ class ScenarioConfig:
     """Where a run sits in a diagnosis benchmark (study `scenarios`); empty elsewhere."""
 
     name: str = ""  # the scenario whose sweep this run belongs to, or which it diagnoses
-    role: str = ""  # "diagnosed": the profiled run; "truth": one setting of the measured sweep;
+    role: str = ""  # "diagnosed": the profiled run; "truth": the run that measures its sweep;
     # "peer": the scenario run by a peer tool (MindSpore's AutoTune)
     truth: str = ""  # the diagnosed run's ground truth: the sweep of this scenario
     key: str = ""  # the config key the sweep varies
@@ -235,3 +251,4 @@ class RunConfig:
     paths: PathsConfig = field(default_factory=PathsConfig)
     scenario: ScenarioConfig = field(default_factory=ScenarioConfig)
     verify: VerifyConfig = field(default_factory=VerifyConfig)
+    sweep: SweepConfig = field(default_factory=SweepConfig)

@@ -1,169 +1,216 @@
 """The diagnosis benchmark's score (study `scenarios`): each diagnosed run against its sweep.
 
 Per scenario: the profiled run's answer (decision.decide: culprit, setting, predicted step)
-set against the measured sweep of the scenario's key (profiler off, one run per setting):
-* culprit right: where the sweep moves the step by >= 10 %, the culprit must be the swept
-  operator; where it does not, the answer must not claim a worker change helps;
-* the recommended setting's measured step against the sweep's best (target: within 10 %);
-* "no setting helps" said where some setting measured >= 10 % faster than the run's own;
-* the model's predicted step at every swept setting against the measured one (target 15 %);
+set against the scenario's ground truth, one run that measured every setting of the swept key
+in interleaved rounds (perfstudy.run.sweep), each setting placed within 10 % of the best or not
+(perfstudy.measure.nearbest: holds / does not hold / undecided, from paired intervals):
+* culprit right: where the sweep moves the step (some setting decidedly 10 % slower than
+  another), the culprit must be the swept operator; where every setting is within 10 % of the
+  best, the answer must not claim a worker change helps; otherwise undecided;
+* the recommended setting's place in the sweep (target: holds);
+* a wrong "no setting helps": said while the run's own setting decidedly does not hold;
+* the model's predicted step at every swept setting against its measured median (target 15 %);
 * whether the answer was verified (perfstudy.decide.verification), the step it promises (the
   measured one when verified) against the sweep's at that setting, and the model's own
   prediction there (its error, apart from the pick);
 * held-out scenarios (kept out of any fitting of the model) are marked;
-* MindSpore's own analyzer on the same profile, scored the same way: its culprit, and its
-  advice where the sweep measured it (prefetch_size is not swept: unscored, said so).
+* MindSpore's own analyzer on the same profile and AutoTune's settled setting, placed the same
+  way (prefetch_size is not swept: unscored, said so).
+
+`score` makes the records (booleans and `Near` places, None where undecided);
+perfstudy.present.benchmark renders and counts them.
 """
 
 from __future__ import annotations
 
-import pandas as pd
+from dataclasses import dataclass
 
-from perfstudy.common.thresholds import GAIN_THAT_MATTERS, PREDICTION_TARGET, pct
+from perfstudy.common.thresholds import GAIN_THAT_MATTERS, PREDICTION_TARGET
 from perfstudy.decide.advisor import predict
 from perfstudy.decide.recommendation import Recommendation
+from perfstudy.measure.intervals import MedianInterval
+from perfstudy.measure.nearbest import Near, Placed
 from perfstudy.run.settings import MP
-
-WRONG_NO_HELP = "wrong 'no setting helps'"
-# MindSpore's own analyzer on the same profile (perfstudy.decide.peers), scored like ours
-ANALYZER_CULPRIT = "MindSpore analyzer: culprit"
-ANALYZER_RIGHT = "its culprit right"
-ANALYZER_ADVICE = "its advice"
-ANALYZER_WITHIN = f"its advice within {pct(GAIN_THAT_MATTERS)}"
-PICK_WITHIN = f"pick within {pct(GAIN_THAT_MATTERS)}"
-PREDICTIONS_WITHIN = f"predictions within {pct(PREDICTION_TARGET)}"
-AUTOTUNE_WITHIN = f"AutoTune within {pct(GAIN_THAT_MATTERS)}"
-
-
-def _setting(arm, key: str) -> tuple[int, bool]:
-    settings = arm.summary.operator_settings or {}
-    return int(settings.get(key, 1)), bool(settings.get(key + MP, False))
-
-
-def _label(setting: tuple[int, bool]) -> str:
-    return f"{setting[0]}{' (processes)' if setting[1] else ''}"
-
-
-def _medians(runs: list) -> dict[str, float]:
-    """Each arm's median steady step over its repeats (one run: its own)."""
-    steps: dict[str, list[float]] = {}
-    for run in runs:
-        steps.setdefault(run.summary.arm, []).append(run.summary.steady_step_ms)
-    return {arm: float(pd.Series(values).median()) for arm, values in steps.items()}
-
-
-def score(runs: list) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(one row per diagnosed scenario, one row per predicted-vs-measured swept setting).
-    Each diagnosed run is an arm's first repeat; each swept setting's step is the median of its
-    arm's repeats (`--config repeats=3` makes the sweep trustworthy on a noisy host)."""
-    medians = _medians(runs)
-    arms = [r for r in runs if r.summary.repeat == 1]
-    rows, points = [], []
-    for diagnosed in [a for a in arms if (a.summary.scenario or {}).get("role") == "diagnosed"]:
-        spec = diagnosed.summary.scenario
-        key = spec["key"]
-        sweep = {_setting(a, key): a for a in arms
-                 if (a.summary.scenario or {}).get("role") == "truth"
-                 and a.summary.scenario["name"] == spec["truth"]}
-        answer = diagnosed.diagnosis.recommendation if diagnosed.diagnosis else None
-        advice = (diagnosed.diagnosis.advisor if diagnosed.diagnosis else None)
-        if not sweep or not answer or advice is None:
-            continue
-        measured = {s: medians[a.summary.arm] for s, a in sweep.items()}
-        repeats = min(sum(1 for r in runs if r.summary.arm == a.summary.arm)
-                      for a in sweep.values())
-        best_setting = min(measured, key=measured.get)
-        best = measured[best_setting]
-        moves = max(measured.values()) / best - 1 >= GAIN_THAT_MATTERS
-        action = answer.action
-        if moves:
-            right = answer.culprit_key == key
-        else:
-            right = action != "set_workers" or key not in {k.removesuffix(MP) for k in answer.changes}
-        rec = answer.settings or {}
-        picked = (int(rec.get(key, 1)), bool(rec.get(key + MP, False)))
-        own = _setting(diagnosed, key)
-        picked_ms = measured.get(picked)
-        own_ms = measured.get(own)
-        errors = []
-        for setting, arm in sorted(sweep.items()):
-            predicted = predict(advice, arm.summary.operator_settings or {})["step_ms"]
-            error = (predicted - measured[setting]) / measured[setting]
-            errors.append(abs(error))
-            points.append({"scenario": spec["name"], "setting": f"{key}={_label(setting)}",
-                           "measured step (ms)": round(measured[setting]),
-                           "predicted step (ms)": round(predicted), "error": f"{pct(error, 1, signed=True)}"})
-        wrong_no_help = action == "cannot_help" and own_ms is not None and best < own_ms / (1 + GAIN_THAT_MATTERS)
-        promised = _promise(answer)
-        predicted_pick = predict(advice, rec)["step_ms"] if rec else None
-        rows.append({
-            "scenario": spec["name"], "held out": "yes" if spec.get("held_out") else "no",
-            "swept": key, "runs per setting": repeats,
-            "verdict": diagnosed.diagnosis.bound,
-            "culprit named": answer.culprit_label or "none",
-            "culprit right": "yes" if right else "NO",
-            "recommended": _label(picked) if action == "set_workers" else f"keep ({_label(own)})",
-            "its measured step (ms)": "" if picked_ms is None else round(picked_ms),
-            "sweep's best (ms)": f"{round(best)} at {_label(best_setting)}",
-            "pick vs best": "" if picked_ms is None else f"{pct((picked_ms / best - 1), 1, signed=True)}",
-            "verified": "yes" if answer.verified else "no",
-            "promised (ms)": "" if promised is None else round(promised),
-            "promise vs sweep": "" if promised is None or picked_ms is None
-            else f"{pct((promised / picked_ms - 1), 1, signed=True)}",
-            "model at pick vs sweep": "" if predicted_pick is None or picked_ms is None
-            else f"{pct((predicted_pick / picked_ms - 1), 1, signed=True)}",
-            PICK_WITHIN: "not swept" if picked_ms is None
-            else within_best(picked_ms, best),
-            WRONG_NO_HELP: "NO" if wrong_no_help else "no",
-            "worst prediction error": f"{pct(max(errors), 1)}",
-            PREDICTIONS_WITHIN: "yes" if max(errors) <= PREDICTION_TARGET else "NO",
-            **peer_columns(((diagnosed.diagnosis.peers or {}).get("msanalyzer") if diagnosed.diagnosis else None),
-                           key, moves, measured, best),
-            **autotune_columns(next((a for a in arms if (a.summary.scenario or {}).get("role") == "peer"
-                                     and a.summary.scenario["name"] == spec["name"]), None),
-                               medians, best),
-        })
-    return pd.DataFrame(rows), pd.DataFrame(points)
-
+from perfstudy.run.sweep_record import Sweep, label
 
 UNSCORED_PREFETCH = "unscored (prefetch_size is not swept)"
 
 
-def within_best(step: float, best: float) -> str:
-    """"yes" when a measured step is within GAIN_THAT_MATTERS of the best, else "NO"."""
-    return "yes" if step <= best * (1 + GAIN_THAT_MATTERS) else "NO"
+@dataclass(frozen=True)
+class PeerScore:
+    """A peer tool on the same scenario, placed in the same sweep."""
+
+    culprit: str  # the operator it names ("not run", "did not run")
+    right: bool | None  # its culprit right (None: unscored or undecided)
+    advice: str
+    near: Near | str  # its advised setting's place in the sweep, or why it is unscored
+    step_ms: float | None = None  # AutoTune: its own run's step
 
 
-def peer_columns(reading: dict | None, key: str, moves: bool, measured: dict, best: float) -> dict[str, str]:
+@dataclass(frozen=True)
+class ScenarioScore:
+    """One diagnosed scenario against its sweep."""
+
+    scenario: str
+    held_out: bool
+    swept: str  # the swept config key
+    rounds: int  # the sweep's rounds
+    stopped: str  # why the sweep stopped: decided | max_rounds | budget
+    verdict: str  # the diagnosis' bound
+    culprit_named: str
+    moves: bool | None  # the sweep moves the step by the margin (None: undecided)
+    culprit_right: bool | None
+    recommended: str
+    pick: Placed | None  # the recommended setting in the sweep (None: not swept)
+    fastest: str  # the sweep's fastest setting by its median
+    fastest_ms: float
+    verified: bool
+    promised_ms: float | None
+    promise_vs_sweep: float | None  # promised / the pick's measured median - 1
+    model_vs_sweep: float | None  # the model's step at the pick / its measured median - 1
+    wrong_no_help: bool | None
+    worst_prediction_error: float
+    analyzer: PeerScore | None
+    autotune: PeerScore | None
+
+    @property
+    def pick_near(self) -> Near:
+        return self.pick.near if self.pick else Near.NOT_SWEPT
+
+    @property
+    def predictions_within(self) -> bool:
+        return self.worst_prediction_error <= PREDICTION_TARGET
+
+
+@dataclass(frozen=True)
+class PredictionPoint:
+    """The model's step at one swept setting against its measurement."""
+
+    scenario: str
+    setting: str
+    measured: MedianInterval
+    predicted_ms: float
+
+    @property
+    def error(self) -> float:
+        return (self.predicted_ms - self.measured.median) / self.measured.median
+
+
+def _spec(arm) -> dict:
+    return arm.summary.scenario or {}
+
+
+def _own(arm, key: str) -> tuple[int, bool]:
+    settings = arm.summary.operator_settings or {}
+    return int(settings.get(key, 1)), bool(settings.get(key + MP, False))
+
+
+def _placed_at(sweep: Sweep, placed: list[Placed], setting: tuple[int, bool]) -> Placed | None:
+    index = sweep.index(*setting)
+    return None if index is None else placed[index]
+
+
+def moves(placed: list[Placed]) -> bool | None:
+    """Does the swept key move the step by the margin? Yes when some setting decidedly does
+    not hold, no when every one holds, else undecided."""
+    if any(p.near is Near.FAILS for p in placed):
+        return True
+    if placed and all(p.near is Near.HOLDS for p in placed):
+        return False
+    return None
+
+
+def score(runs: list) -> tuple[list[ScenarioScore], list[PredictionPoint]]:
+    """(one record per diagnosed scenario with a measured sweep, one per swept setting)."""
+    arms = [r for r in runs if r.summary.repeat == 1]
+    scores, points = [], []
+    for diagnosed in [a for a in arms if _spec(a).get("role") == "diagnosed"]:
+        spec = _spec(diagnosed)
+        truth = next((a for a in arms if _spec(a).get("role") == "truth"
+                      and _spec(a)["name"] == spec["truth"] and a.summary.sweep), None)
+        answer = diagnosed.diagnosis.recommendation if diagnosed.diagnosis else None
+        advice = diagnosed.diagnosis.advisor if diagnosed.diagnosis else None
+        if truth is None or answer is None or advice is None:
+            continue
+        sweep = truth.summary.sweep
+        found, more = _score(diagnosed, sweep, answer, advice, arms)
+        scores.append(found)
+        points.extend(more)
+    return scores, points
+
+
+def _score(diagnosed, sweep: Sweep, answer: Recommendation, advice, arms
+           ) -> tuple[ScenarioScore, list[PredictionPoint]]:
+    spec, key = _spec(diagnosed), sweep.key
+    placed = sweep.placed(GAIN_THAT_MATTERS)
+    steady = [(p, pl) for p, pl in zip(sweep.points, placed, strict=True) if pl.step]
+    fastest_point, fastest = min(steady, key=lambda pair: pair[1].step.median)
+    moved = moves(placed)
+    action = answer.action
+    claims_change = action == "set_workers" and key in {k.removesuffix(MP) for k in answer.changes}
+    right = None if moved is None else (answer.culprit_key == key if moved else not claims_change)
+    rec = answer.settings or {}
+    picked = (int(rec.get(key, 1)), bool(rec.get(key + MP, False)))
+    own = _own(diagnosed, key)
+    pick, own_place = _placed_at(sweep, placed, picked), _placed_at(sweep, placed, own)
+    pick_ms = pick.step.median if pick and pick.step else None
+    points = [PredictionPoint(spec["name"], f"{key}={point.label}", pl.step,
+                              predict(advice, point.settings)["step_ms"]) for point, pl in steady]
+    if action != "cannot_help":
+        wrong_no_help = False
+    else:
+        wrong_no_help = None if own_place is None or not own_place.near.decided \
+            else own_place.near is Near.FAILS
+    promised = _promise(answer)
+    model_at_pick = predict(advice, rec)["step_ms"] if rec else None
+    found = ScenarioScore(
+        scenario=spec["name"], held_out=bool(spec.get("held_out")), swept=key,
+        rounds=len(sweep.rounds.orders), stopped=sweep.rounds.stopped,
+        verdict=diagnosed.diagnosis.bound, culprit_named=answer.culprit_label or "none",
+        moves=moved, culprit_right=right,
+        recommended=label(*picked) if action == "set_workers" else f"keep ({label(*own)})",
+        pick=pick, fastest=fastest_point.label, fastest_ms=fastest.step.median,
+        verified=bool(answer.verified), promised_ms=promised,
+        promise_vs_sweep=None if promised is None or pick_ms is None else promised / pick_ms - 1,
+        model_vs_sweep=None if model_at_pick is None or pick_ms is None else model_at_pick / pick_ms - 1,
+        wrong_no_help=wrong_no_help,
+        worst_prediction_error=max(abs(p.error) for p in points),
+        analyzer=analyzer_score((diagnosed.diagnosis.peers or {}).get("msanalyzer"), sweep, placed, moved),
+        autotune=autotune_score(next((a for a in arms if _spec(a).get("role") == "peer"
+                                      and _spec(a)["name"] == spec["name"]), None), sweep, placed))
+    return found, points
+
+
+def analyzer_score(reading: dict | None, sweep: Sweep, placed: list[Placed],
+                   moved: bool | None) -> PeerScore:
     """MindSpore's analyzer scored like ours: its culprit (right when it names the swept
     operator where the sweep moves the step; where it does not, right unless it sends the user
-    to that operator), and its advice followed, where the sweep measured it."""
+    to that operator), and its advice followed, placed in the sweep where it was swept."""
     if reading is None:
-        return {ANALYZER_CULPRIT: "not run", ANALYZER_RIGHT: "", ANALYZER_ADVICE: "", ANALYZER_WITHIN: ""}
+        return PeerScore("not run", None, "", "")
     if reading.get("error"):
-        return {ANALYZER_CULPRIT: "did not run", ANALYZER_RIGHT: "", ANALYZER_ADVICE: reading["error"],
-                ANALYZER_WITHIN: "unscored"}
+        return PeerScore("did not run", None, reading["error"], "unscored")
+    key = sweep.key
     names_key = reading.get("key") == key
-    right = names_key if moves else not (names_key and reading.get("knob"))
-    within = UNSCORED_PREFETCH if reading.get("knob") == "prefetch_size" else "unscored"
+    right = None if moved is None else names_key if moved else not (names_key and reading.get("knob"))
+    near: Near | str = UNSCORED_PREFETCH if reading.get("knob") == "prefetch_size" else "unscored"
     settings = reading.get("settings") or {}
     if names_key and key in settings:
-        at = measured.get((int(settings[key]), False))
-        within = "not swept" if at is None else within_best(at, best)
-    return {ANALYZER_CULPRIT: reading.get("operator") or "none", ANALYZER_RIGHT: "yes" if right else "NO",
-            ANALYZER_ADVICE: reading.get("advice") or "", ANALYZER_WITHIN: within}
+        at = _placed_at(sweep, placed, (int(settings[key]), False))
+        near = Near.NOT_SWEPT if at is None else at.near
+    return PeerScore(reading.get("operator") or "none", right, reading.get("advice") or "", near)
 
 
-def autotune_columns(arm, medians: dict[str, float], best: float) -> dict[str, str]:
+def autotune_score(arm, sweep: Sweep, placed: list[Placed]) -> PeerScore | None:
     """The scenario run with MindSpore's AutoTune (study `autotune: true`): the setting it
-    settled on and its measured step (median of its repeats) against the sweep's best."""
+    settled on, placed in the sweep where it was swept, and its own run's step."""
     if arm is None:
-        return {}
+        return None
     reading = ((arm.diagnosis.peers or {}).get("autotune") if arm.diagnosis else None) or {}
-    step = medians.get(arm.summary.arm)
-    return {"AutoTune settled on": reading.get("advice") or "no setting saved",
-            "AutoTune step (ms)": "" if step is None else round(step),
-            AUTOTUNE_WITHIN: "" if step is None else within_best(step, best)}
+    settled = (reading.get("settings") or {}).get(sweep.key)
+    at = None if settled is None else _placed_at(sweep, placed, (int(settled), False))
+    return PeerScore(reading.get("operator") or "", None, reading.get("advice") or "no setting saved",
+                     Near.NOT_SWEPT if at is None else at.near, arm.summary.steady_step_ms)
 
 
 def _promise(answer: Recommendation) -> float | None:
@@ -172,21 +219,3 @@ def _promise(answer: Recommendation) -> float | None:
     if answer.action != "set_workers":
         return answer.measured_step_ms
     return answer.verified_step_ms if answer.verified else answer.predicted_step_ms
-
-
-def summary_line(table: pd.DataFrame) -> str:
-    """One sentence: how many scenarios met each goal."""
-    if table.empty:
-        return ""
-    n = len(table)
-    return (f"{n} scenario(s): culprit right in {(table['culprit right'] == 'yes').sum()}, recommended "
-            f"setting within {pct(GAIN_THAT_MATTERS)} of the sweep's best in {(table[PICK_WITHIN] == 'yes').sum()}, "
-            f"a wrong 'no setting helps' in {(table[WRONG_NO_HELP] == 'NO').sum()}, "
-            f"the answer verified by measurement in {(table['verified'] == 'yes').sum()}, "
-            f"every prediction within {pct(PREDICTION_TARGET)} in {(table[PREDICTIONS_WITHIN] == 'yes').sum()}"
-            + (f"; MindSpore's own analyzer named the right culprit in "
-               f"{(table[ANALYZER_RIGHT] == 'yes').sum()} of {(table[ANALYZER_RIGHT] != '').sum()}"
-               if ANALYZER_RIGHT in table and (table[ANALYZER_RIGHT] != "").any() else "")
-            + (f"; AutoTune's setting within {pct(GAIN_THAT_MATTERS)} of the sweep's best in "
-               f"{(table[AUTOTUNE_WITHIN] == 'yes').sum()} of {table[AUTOTUNE_WITHIN].notna().sum()}"
-               if AUTOTUNE_WITHIN in table else "") + ".")

@@ -64,10 +64,11 @@ def arm_table(wf_config: dict[str, Any], study: str | None = None) -> dict[str, 
 
 
 def scenario_arms(spec: dict[str, Any], study: str) -> dict[str, list[str]]:
-    """A diagnosis benchmark's arms: per scenario the profiled run `<scenario>`, then its
-    measured sweep `<scenario>_w<value>` (and `..._mp` in processes where `processes` names the
-    key that switches them), profiler off; with the study's `autotune: true`, `<scenario>_autotune`
-    (MindSpore's AutoTune on). A scenario with `truth: other` reuses other's sweep."""
+    """A diagnosis benchmark's arms: per scenario the profiled run `<scenario>`, then
+    `<scenario>_sweep`, profiler off, which measures every value of its key (in threads, and in
+    processes where the scenario has `processes`) in interleaved rounds (perfstudy.run.sweep);
+    with the study's `autotune: true`, `<scenario>_autotune` (MindSpore's AutoTune on). A scenario
+    with `truth: other` reuses other's sweep."""
     arms: dict[str, list[str]] = {}
     chosen = spec.get("select") or list(spec["scenarios"])
     for name in chosen:
@@ -91,14 +92,12 @@ def scenario_arms(spec: dict[str, Any], study: str) -> dict[str, list[str]]:
         if spec.get("autotune"):  # MindSpore's AutoTune from the scenario's own setting
             arms[f"{name}_autotune"] = [*scen["arm"], "pipeline.autotune=true", "profiler=off",
                                         "verify.candidates=0", *tag, "scenario.role=peer"]
-        modes = [False, True] if scen.get("processes") else [False]
-        for value in sweep_values(scen.get("values", "cpus")):
-            for processes in modes:
-                arm = f"{name}_w{value}" + ("_mp" if processes else "")
-                arms[arm] = [*(scen.get("sweep_overrides") or scen["arm"]), "profiler=off",
-                             "verify.candidates=0", f"{scen['key']}={value}", *tag, "scenario.role=truth",
-                             *([f"{scen['processes']}={str(processes).lower()}"]
-                               if scen.get("processes") else [])]
+        values = ",".join(str(v) for v in sweep_values(scen.get("values", "cpus")))
+        arms[f"{name}_sweep"] = [*(scen.get("sweep_overrides") or scen["arm"]), "profiler=off",
+                                 "verify.candidates=0", f"sweep.key={scen['key']}",
+                                 f"sweep.workers=[{values}]",
+                                 f"sweep.processes={str(bool(scen.get('processes'))).lower()}",
+                                 *tag, "scenario.role=truth"]
     return arms
 
 

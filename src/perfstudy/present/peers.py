@@ -10,8 +10,14 @@ import pandas as pd
 from perfstudy.common.thresholds import GAIN_THAT_MATTERS, pct
 from perfstudy.decide import pick
 from perfstudy.decide.peers import ANALYZER
-from perfstudy.decide.scenarios import UNSCORED_PREFETCH, within_best
+from perfstudy.decide.scenarios import UNSCORED_PREFETCH
 from perfstudy.run.settings import PRIMARY_KEY
+
+
+def within_best(step: float, best: float) -> str:
+    """"yes" when a measured arm's step is within GAIN_THAT_MATTERS of the best arm's, else
+    "NO" (separate runs: a point comparison, not a decided one)."""
+    return "yes" if step <= best * (1 + GAIN_THAT_MATTERS) else "NO"
 
 
 def table(arms: list) -> pd.DataFrame:

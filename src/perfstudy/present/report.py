@@ -11,7 +11,7 @@ from perfstudy.common.io import write_csv, write_text_atomic
 from perfstudy.decide import remedy, scenarios
 from perfstudy.decide.arm import Arm
 from perfstudy.decide.claim_result import Scorecard
-from perfstudy.present import document, figures, peers, repeats, scaling, sentences, tables, verified
+from perfstudy.present import benchmark, document, figures, peers, repeats, scaling, sentences, tables, verified
 
 
 def build(study: str, runs: list[Arm], out_dir: str | Path, card: Scorecard) -> dict[str, Path]:
@@ -39,14 +39,15 @@ def build(study: str, runs: list[Arm], out_dir: str | Path, card: Scorecard) -> 
     if not prepared.empty:
         paths["prepared"] = write_csv(out / "prepared.csv", prepared)
     across = _answers_across_repeats(runs, out, paths)
-    bench, bench_points = scenarios.score(runs)  # every repeat: the sweep's medians
+    scores, predicted = scenarios.score(runs)
+    bench, bench_points = benchmark.table(scores), benchmark.points_table(predicted)
     if not bench.empty:
         paths["scenarios"] = write_csv(out / "scenarios.csv", bench)
         write_csv(out / "scenario_predictions.csv", bench_points)
     figs = _figures(arms, table, out / "figures", paths)
     doc = document.Document(f"Study {study}: {sentences.models(arms)} input-pipeline tuning")
     scored = bool(card.claims)
-    doc.lead(card.headline if scored else scenarios.summary_line(bench) if not bench.empty else None)
+    doc.lead(card.headline if scored else benchmark.summary_line(scores) or None)
     if scored:
         note = " ".join(t for t in (card.reference, sentences.history_note(card)) if t)
         doc.section(card.title or "The claims, scored", tables.scorecard_table(card),

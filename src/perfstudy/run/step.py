@@ -12,8 +12,9 @@ import numpy as np
 from mindspore import nn, ops
 
 from perfstudy.common.config import ConfigError
+from perfstudy.common.provenance import cpu_count
 from perfstudy.measure.profiling import extra_steps
-from perfstudy.run import verify
+from perfstudy.run import sweep, verify
 from perfstudy.run.factories import build_model
 from perfstudy.run.model import create_loss, create_optimizer
 
@@ -53,7 +54,7 @@ class TrainStep:
         self.net = build_model(cfg.model, self.num_classes)
         self.net.set_train(True)
         total = (cfg.trainer.steps + extra_steps(cfg.profiler) + cfg.trainer.calibration_steps
-                 + verify.total_steps(cfg))
+                 + verify.total_steps(cfg) + sweep.total_steps(cfg, cpu_count()))
         self.optimizer = create_optimizer(self.net, cfg.optimizer, total)
         loss_net = nn.WithLossCell(self.net, create_loss())
         self._forward_backward = ForwardBackward(loss_net, self.optimizer.parameters)

@@ -19,6 +19,7 @@ from typing import Any
 
 from perfstudy.common.records import doc, read_record, write_record
 from perfstudy.run.settings import Settings, Workers
+from perfstudy.run.sweep_record import Sweep
 from perfstudy.run.verify_record import Verification
 
 FILE = "summary.json"
@@ -166,6 +167,9 @@ class RunSummary:
     verification: Verification | None = doc(
         "the run's own setting and the model's best settings measured in interleaved rounds "
         "(perfstudy.run.verify)", default=None)
+    sweep: Sweep | None = doc(
+        "ground truth: every setting of one operator measured in interleaved rounds "
+        "(perfstudy.run.sweep; the sweep.key config)", default=None)
 
     @property
     def name(self) -> str:
@@ -175,6 +179,10 @@ class RunSummary:
     def with_verification(self, verification: Verification) -> RunSummary:
         """The same summary with its verification windows."""
         return replace(self, verification=verification)
+
+    def with_sweep(self, sweep: Sweep) -> RunSummary:
+        """The same summary with its sweep's rounds."""
+        return replace(self, sweep=sweep)
 
 
 def write_summary(run_dir: str | Path, summary: RunSummary) -> Path:

@@ -31,7 +31,7 @@ from perfstudy.data import dataset as data_mod
 from perfstudy.data import prepare, sources
 from perfstudy.measure import steptrace
 from perfstudy.measure.profiling import RunProfiler, extra_steps
-from perfstudy.run import autotune, opprobe, pipeline, verify
+from perfstudy.run import autotune, opprobe, pipeline, sweep, verify
 from perfstudy.run.factories import load_target
 from perfstudy.run.settings import Workers, operator_settings
 from perfstudy.run.step import TrainStep, check_labels, precompile, timed_step
@@ -363,6 +363,12 @@ def _verify(cfg, propose, train_step: TrainStep, source: str, run_dir: Path,
     return result
 
 
+def _verified_steps(summary: RunSummary) -> int:
+    """Steps the verification's windows took (the next steps are numbered after them)."""
+    found = summary.verification.rounds if summary.verification else None
+    return sum(v.window.steps for v in found.visits) if found else 0
+
+
 def run(cfg, manifest_path: str | Path | None = None,
         propose: Callable[[Path, int], Proposal] | None = None) -> RunSummary:
     """Train one arm; write steps.csv and summary.json into cfg.paths.run_dir.
@@ -406,6 +412,12 @@ def run(cfg, manifest_path: str | Path | None = None,
     if propose is not None and cfg.verify.candidates > 0 and not cfg.pipeline.autotune:
         summary = summary.with_verification(_verify(
             cfg, propose, train_step, source, run_dir, len(frame), summary.run_wall_s))
+        write_summary(run_dir, summary)
+    if cfg.sweep.key:  # a benchmark's ground truth: every setting of one operator, in rounds
+        summary = summary.with_sweep(sweep.run(
+            lambda images, labels: timed_step(train_step, images, labels), source, cfg,
+            summary.operator_settings, workers.cpu_count, run_seed(cfg) + 4,
+            len(frame) + _verified_steps(summary), summary.run_wall_s))
         write_summary(run_dir, summary)
     log.info("steady step %.0f ms, gap share %.0f %%, %.1f img/s over %d measured steps "
              "(%d excluded); floor %.0f ms (%s)", summary.steady_step_ms, 100 * summary.gap_share,

@@ -26,8 +26,8 @@ import copy
 import logging
 import math
 import time
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
 
 import numpy as np
 from omegaconf import open_dict
@@ -144,13 +144,22 @@ def measure_window(step_fn: StepFn, source: str, cfg, settings: Settings, seed: 
                   if len(counted) and counted["step_ms"].sum() > 0 else None)
 
 
-def run_rounds(step_fn: StepFn, source: str, cfg, plan: list[Planned], base_seed: int,
-               first_index: int, training_wall_s: float) -> Rounds:
-    """Measure every planned setting (plan[0]: the run's own) in interleaved rounds."""
+class Point(Protocol):
+    """What a round visits: a setting, and its name in the log (Planned, sweep.SweepPoint)."""
+
+    settings: Settings
+    label: str
+
+
+def measure_rounds(step_fn: StepFn, source: str, cfg, points: Sequence[Point], base_seed: int,
+                   first_index: int, *, budget_s: float | None, max_rounds: int,
+                   decided: Callable[[Rounds], bool]) -> Rounds:
+    """Measure every point's setting in interleaved rounds (windows as measure_window), until
+    `decided`, max_rounds or the budget (verify.min_rounds and verify.max_interference apply)."""
     state = {"index": first_index}
 
     def visit(setting: int, round_: int) -> Window:
-        entry = plan[setting]
+        entry = points[setting]
         window = measure_window(step_fn, source, cfg, entry.settings,
                                 base_seed + 1000 * round_ + setting, state["index"])
         state["index"] += window.steps
@@ -159,11 +168,23 @@ def run_rounds(step_fn: StepFn, source: str, cfg, plan: list[Planned], base_seed
                  f"of {window.steps}" if window.step_ms else f"not steady in {window.steps} steps")
         return window
 
-    ver = cfg.verify
-    schedule = Schedule(len(plan), seed=base_seed, min_rounds=ver.min_rounds,
-                        max_rounds=ver.max_rounds,
-                        budget_s=ver.budget_share * training_wall_s
-                        if math.isfinite(training_wall_s) else None,
-                        max_interference=ver.max_interference,
-                        decided=rounds_mod.all_settled(GAIN_THAT_MATTERS))
+    schedule = Schedule(len(points), seed=base_seed, min_rounds=cfg.verify.min_rounds,
+                        max_rounds=max_rounds, budget_s=budget_s,
+                        max_interference=cfg.verify.max_interference, decided=decided)
     return rounds_mod.run(visit, schedule)
+
+
+def budget(share: float, training_wall_s: float) -> float | None:
+    """The rounds' budget: a share of the training's wall time (None: unlimited)."""
+    return share * training_wall_s if math.isfinite(training_wall_s) else None
+
+
+def run_rounds(step_fn: StepFn, source: str, cfg, plan: list[Planned], base_seed: int,
+               first_index: int, training_wall_s: float) -> Rounds:
+    """The verification: every planned setting (plan[0]: the run's own) in interleaved rounds,
+    until every candidate is settled against plan[0]."""
+    ver = cfg.verify
+    return measure_rounds(step_fn, source, cfg, plan, base_seed, first_index,
+                          budget_s=budget(ver.budget_share, training_wall_s),
+                          max_rounds=ver.max_rounds,
+                          decided=rounds_mod.all_settled(GAIN_THAT_MATTERS))

@@ -88,6 +88,9 @@ def test_run_dir_follows_study_and_arm():
     (["profiler=light", "profiler.sampling_interval_ms=0"], "profiler.sampling_interval_ms"),
     (["pipeline.extra_transform=nocolon"], "pipeline.extra_transform is 'nocolon'"),
     (["pipeline.extra_transform_workers=0"], "pipeline.extra_transform_workers is 0"),
+    (["sweep.key=trainer.steps"], "sweep.key is 'trainer.steps'"),
+    (["sweep.key=pipeline.reader_workers", "sweep.workers=[1,0]"], "sweep.workers is [1, 0]"),
+    (["sweep.key=pipeline.reader_workers", "sweep.max_rounds=2"], "sweep.max_rounds is 2"),
 ])
 def test_bad_profiler_and_transform_settings_are_one_sentence(overrides, needle):
     with pytest.raises(ConfigError) as info:

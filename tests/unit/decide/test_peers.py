@@ -4,12 +4,13 @@ real cpu_demo profiles), its answer in our terms, scored like ours, and AutoTune
 import json
 
 import pandas as pd
-from records import make_diagnosis, make_summary
+from records import make_diagnosis, make_summary, make_sweep
 
 from perfstudy.common.thresholds import GAIN_THAT_MATTERS, pct
 from perfstudy.decide import claims, peers, scenarios
 from perfstudy.decide.recommendation import read_diagnosis
 from perfstudy.measure import msanalyzer
+from perfstudy.measure.nearbest import Near
 from perfstudy.run.summary import read_summary
 
 OPS = pd.DataFrame([
@@ -67,19 +68,18 @@ def test_an_analyzer_that_cannot_run_is_one_sentence_and_stops_nothing(tmp_path)
 
 
 def test_the_analyzer_is_scored_like_ours():
-    measured = {(1, False): 1000.0, (2, False): 600.0, (2, True): 580.0}
+    sweep = make_sweep("pipeline.extra_transform_workers", {1: 1000.0, 2: 580.0}, rounds_=4)
+    placed = sweep.placed()
     right = peers.analyzer({"tool": "x", "op_id": 2, "knob": "num_parallel_workers", "workers": 2}, OPS)
-    cols = scenarios.peer_columns(right, "pipeline.extra_transform_workers", True, measured, 580.0)
-    assert cols[scenarios.ANALYZER_RIGHT] == "yes" and cols[scenarios.ANALYZER_WITHIN] == "yes"
+    found = scenarios.analyzer_score(right, sweep, placed, moved=True)
+    assert found.right is True and found.near is Near.HOLDS
     batch = peers.analyzer({"tool": "x", "op_id": 1, "knob": "prefetch_size", "workers": None}, OPS)
-    cols = scenarios.peer_columns(batch, "pipeline.extra_transform_workers", True, measured, 580.0)
-    assert cols[scenarios.ANALYZER_RIGHT] == "NO" and cols[scenarios.ANALYZER_WITHIN].startswith("unscored")
+    found = scenarios.analyzer_score(batch, sweep, placed, moved=True)
+    assert found.right is False and found.near.startswith("unscored")
     # where the sweep does not move, sending the user to the swept operator is wrong
-    flat = {(1, False): 1000.0, (2, False): 990.0}
-    assert scenarios.peer_columns(right, "pipeline.extra_transform_workers", False, flat, 990.0)[
-        scenarios.ANALYZER_RIGHT] == "NO"
-    assert scenarios.peer_columns(batch, "pipeline.extra_transform_workers", False, flat, 990.0)[
-        scenarios.ANALYZER_RIGHT] == "yes"
+    assert scenarios.analyzer_score(right, sweep, placed, moved=False).right is False
+    assert scenarios.analyzer_score(batch, sweep, placed, moved=False).right is True
+    assert scenarios.analyzer_score(batch, sweep, placed, moved=None).right is None  # undecided
 
 
 def test_autotunes_setting_is_named_by_the_runs_operators():

@@ -2,11 +2,15 @@
 
 from dataclasses import replace
 
+import numpy as np
 import pandas as pd
-from records import make_diagnosis, make_summary
+import pytest
+from records import make_diagnosis, make_summary, make_sweep
 
 from perfstudy.decide import advisor, scenarios
 from perfstudy.decide.arm import Arm
+from perfstudy.measure.nearbest import Near
+from perfstudy.present import benchmark
 
 KEY = "pipeline.num_parallel_workers"
 
@@ -29,56 +33,66 @@ def _arm(name, role, workers, step, answer=None, advice=None, bound="input"):
     return Arm(name, make_summary(summary), pd.DataFrame(), diagnosis)
 
 
-def _sweep(steps):
-    return [_arm(f"s_w{w}", "truth", w, ms) for w, ms in steps.items()]
+def _sweep(steps, rounds_=6, noise=0.0, seed=0):
+    arm = _arm("s_sweep", "truth", 1, 3000.0)
+    arm.summary = replace(arm.summary, sweep=make_sweep(KEY, steps, rounds_, noise, seed))
+    return [arm]
 
 
-def test_a_right_culprit_and_pick_score_yes():
-    advice = _advice()
-    answer = {"action": "set_workers", "culprit_key": KEY, "culprit_label": "Map #1 [Decode]",
-              "changes": {KEY: 4}, "settings": {KEY: 4}}
-    arms = [_arm("s", "diagnosed", 1, 3200.0, answer, advice)] + _sweep(
+def _decide(action="set_workers", workers=4, culprit=KEY):
+    return {"action": action, "culprit_key": culprit, "culprit_label": "Map #1 [Decode]" if culprit else None,
+            "changes": {KEY: workers} if action == "set_workers" else {}, "settings": {KEY: workers}}
+
+
+def test_a_right_culprit_and_pick_score_from_the_records():
+    arms = [_arm("s", "diagnosed", 1, 3200.0, _decide(), _advice())] + _sweep(
         {1: 3100.0, 2: 1600.0, 3: 1100.0, 4: 800.0})
-    table, points = scenarios.score(arms)
-    row = table.iloc[0]
-    assert row["culprit right"] == "yes" and row[scenarios.PICK_WITHIN] == "yes"
-    assert row["its measured step (ms)"] == 800 and row[scenarios.WRONG_NO_HELP] == "no"
+    (found,), points = scenarios.score(arms)
+    assert found.culprit_right is True and found.moves is True
+    assert found.pick_near is Near.HOLDS and found.pick.step.median == pytest.approx(
+        np.median(arms[1].summary.sweep.rounds.series(3)))
+    assert found.wrong_no_help is False and found.fastest == "4"
     assert len(points) == 4  # one prediction per swept setting, each with its error
-    assert row[scenarios.PREDICTIONS_WITHIN] == ("yes" if max(
-        abs(float(e.rstrip(" %"))) for e in points["error"]) <= 15 else "NO")
+    assert found.predictions_within == (max(abs(p.error) for p in points) <= 0.15)
+    row = benchmark.table([found]).iloc[0]
+    assert row["culprit right"] == "yes" and row[benchmark.PICK_WITHIN] == "holds"
+    assert row["sweep rounds"] == "6 (max_rounds)"
 
 
-def test_no_help_where_a_setting_is_much_faster_scores_no():
-    answer = {"action": "cannot_help", "culprit_key": KEY, "culprit_label": "Map #1 [Decode]",
-              "changes": {}, "settings": {KEY: 1}}
-    arms = [_arm("s", "diagnosed", 1, 3200.0, answer, _advice())] + _sweep({1: 3100.0, 2: 1600.0})
-    row = scenarios.score(arms)[0].iloc[0]
-    assert row[scenarios.WRONG_NO_HELP] == "NO"
-    assert row["recommended"] == "keep (1)"
-    assert "a wrong 'no setting helps' in 1" in scenarios.summary_line(scenarios.score(arms)[0])
+def test_a_pick_decidedly_slower_than_the_best_does_not_hold():
+    arms = [_arm("s", "diagnosed", 1, 3200.0, _decide(workers=2), _advice())] + _sweep(
+        {1: 3100.0, 2: 1600.0, 3: 1100.0, 4: 800.0})
+    (found,), _ = scenarios.score(arms)
+    assert found.pick_near is Near.FAILS and found.pick.vs_fastest.ratio == pytest.approx(2.0)
+    assert "does not hold in 1" in benchmark.summary_line([found])
+
+
+def test_a_sweep_inside_its_noise_leaves_the_pick_undecided():
+    arms = [_arm("s", "diagnosed", 1, 3200.0, _decide(workers=2), _advice())] + _sweep(
+        {1: 1000.0, 2: 1080.0}, rounds_=3, noise=0.3, seed=4)
+    (found,), _ = scenarios.score(arms)
+    assert found.pick_near is Near.UNDECIDED and found.moves is None and found.culprit_right is None
+    assert benchmark.table([found]).iloc[0]["culprit right"] == "undecided"
+
+
+def test_no_help_where_a_setting_is_much_faster_is_wrong():
+    arms = [_arm("s", "diagnosed", 1, 3200.0, _decide("cannot_help", 1), _advice())] + _sweep(
+        {1: 3100.0, 2: 1600.0})
+    (found,), _ = scenarios.score(arms)
+    assert found.wrong_no_help is True and found.recommended == "keep (1)"
+    assert benchmark.table([found]).iloc[0][benchmark.WRONG_NO_HELP] == "WRONG"
+    assert "a wrong 'no setting helps' in 1" in benchmark.summary_line([found])
 
 
 def test_where_workers_do_not_matter_keeping_them_is_right():
-    answer = {"action": "none", "culprit_key": None, "culprit_label": None, "changes": {},
-              "settings": {KEY: 1}}
-    arms = [_arm("s", "diagnosed", 1, 700.0, answer, _advice(), bound="compute")] + _sweep(
+    arms = [_arm("s", "diagnosed", 1, 700.0, _decide("none", 1, None), _advice(), bound="compute")] + _sweep(
         {1: 700.0, 2: 720.0, 3: 690.0, 4: 705.0})
-    row = scenarios.score(arms)[0].iloc[0]
-    assert row["culprit right"] == "yes" and row["culprit named"] == "none"
-    wrong = {**answer, "action": "set_workers", "culprit_key": KEY, "changes": {KEY: 2}}
-    arms[0] = _arm("s", "diagnosed", 1, 700.0, wrong, _advice())
-    assert scenarios.score(arms)[0].iloc[0]["culprit right"] == "NO"
+    (found,), _ = scenarios.score(arms)
+    assert found.moves is False and found.culprit_right is True and found.culprit_named == "none"
+    arms[0] = _arm("s", "diagnosed", 1, 700.0, _decide(workers=2), _advice())
+    assert scenarios.score(arms)[0][0].culprit_right is False
 
 
-def test_repeats_of_a_swept_setting_count_by_their_median():
-    advice = _advice()
-    answer = {"action": "set_workers", "culprit_key": KEY, "culprit_label": "Map #1 [Decode]",
-              "changes": {KEY: 4}, "settings": {KEY: 4}}
-    runs = [_arm("s", "diagnosed", 1, 3200.0, answer, advice)] + _sweep({1: 3100.0, 4: 800.0})
-    for step in (1500.0, 790.0):  # two more repeats of 4 workers, one of them a slow spell
-        again = _arm("s_w4", "truth", 4, step)
-        again.summary = replace(again.summary, arm="s_w4", repeat=2 if step > 1000 else 3)
-        runs.append(again)
-    row = scenarios.score(runs)[0].iloc[0]
-    assert row["runs per setting"] == 1  # 1 worker ran once
-    assert row["its measured step (ms)"] == 800  # median of 800, 1500, 790
+def test_a_run_without_its_sweep_is_not_scored():
+    arms = [_arm("s", "diagnosed", 1, 3200.0, _decide(), _advice()), _arm("s_sweep", "truth", 1, 3000.0)]
+    assert scenarios.score(arms) == ([], [])

@@ -88,3 +88,29 @@ def test_a_window_ends_once_drained_with_its_counted_steps(smoke_dataset):
     out = verify.measure_window(step_fn, root, cfg, {KEY: 1}, seed=5, first_index=100)
     assert out.step_ms is not None and out.steps_counted == 3 and out.steps <= 9
     assert 100 < out.step_ms < 400 and out.gap_share > 0.5  # the pipeline binds
+
+
+def test_a_sweep_measures_every_setting_in_rounds_and_places_each(smoke_dataset):
+    """The benchmark's ground truth: one run measures every swept setting (threads, processes)
+    in interleaved rounds, the run's other operators as they were; each setting is placed."""
+    from perfstudy.data.dataset import load_manifest
+    from perfstudy.measure.nearbest import Near
+    from perfstudy.run import sweep
+
+    cfg = compose_run_config(["size=smoke", "experiment=io_wait", "verify.min_steps=2", "verify.max_steps=4",
+                              "verify.min_rounds=2", f"sweep.key={KEY}", "sweep.workers=[1,2]",
+                              "sweep.processes=true", "sweep.max_rounds=2"])
+    own = {"pipeline.num_parallel_workers": 2, KEY: 1, KEY + MP: True}
+    calls = {"n": 0}
+    root = load_manifest(smoke_dataset)["root"]
+    found = sweep.run(_stand_in_step(calls), root, cfg, own, 2, base_seed=9, first_index=12,
+                      training_wall_s=float("inf"))
+    assert [(p.workers, p.processes) for p in found.points] == [(1, False), (1, True), (2, False), (2, True)]
+    assert all(p.settings["pipeline.num_parallel_workers"] == 2 for p in found.points)
+    assert KEY + MP not in found.points[0].settings and found.points[3].settings[KEY + MP] is True
+    assert len(found.rounds.orders) == 2 and all(sorted(o) == [0, 1, 2, 3] for o in found.rounds.orders)
+    assert sum(v.window.steps for v in found.rounds.visits) == calls["n"]
+    assert {p.near for p in found.placed()} <= set(Near)
+    assert found.index(2, True) == 3 and found.index(3, False) is None
+    # the optimizer's schedule counts the sweep's steps: 4 settings x 2 rounds x 2 x (1 + 4)
+    assert sweep.total_steps(cfg, 2) == 4 * 2 * 2 * (1 + cfg.verify.warmup_steps + 4)
