@@ -3,6 +3,7 @@ scorecard flattened into metrics (fixed timestamps: logging twice adds nothing) 
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -105,7 +106,37 @@ def summary_metrics(summary: RunSummary, stamp_ms: int) -> list:
             name = probe["config_key"].replace("pipeline.", "").replace(".", "_")
             flat[f"probe_{name}_gil_ms"] = probe["gil"]["gil_ms_per_batch"]
             flat[f"probe_{name}_gil_share"] = share
-    return [Metric(key, float(value), stamp_ms, 0) for key, value in flat.items()]
+    return [Metric(key, float(value), stamp_ms, 0) for key, value in flat.items()] \
+        + sweep_metrics(summary, stamp_ms)
+
+
+def sweep_metrics(summary: RunSummary, stamp_ms: int) -> list:
+    """A truth run's sweep as histories (step = the setting's index in the sweep, its label in
+    the tags): each setting's median step, its ratio to the fastest with the interval, and
+    the rounds behind them."""
+    from mlflow.entities import Metric
+
+    if summary.sweep is None:
+        return []
+    out = [Metric("sweep/rounds", float(len(summary.sweep.rounds.orders)), stamp_ms, 0)]
+    for index, placed in enumerate(summary.sweep.placed()):
+        if placed.step is not None:
+            out.append(Metric("sweep/step_ms", placed.step.median, stamp_ms, index))
+        versus = placed.vs_fastest
+        if versus is not None and math.isfinite(versus.low):
+            out += [Metric("sweep/vs_fastest", versus.ratio, stamp_ms, index),
+                    Metric("sweep/vs_fastest_low", versus.low, stamp_ms, index),
+                    Metric("sweep/vs_fastest_high", versus.high, stamp_ms, index)]
+    return out
+
+
+def sweep_tags(summary: RunSummary) -> dict[str, str]:
+    """Each swept setting's place against the best (holds / does not hold / undecided)."""
+    if summary.sweep is None:
+        return {}
+    return {f"{TAG}sweep.{index}": f"{summary.sweep.key}={point.label}: {placed.near.value}"
+            for index, (point, placed) in enumerate(zip(summary.sweep.points, summary.sweep.placed(),
+                                                        strict=True))}
 
 
 def arm_tags(summary: RunSummary, study: str, arm: str, instance: str) -> dict[str, str]:
@@ -135,6 +166,7 @@ def arm_tags(summary: RunSummary, study: str, arm: str, instance: str) -> dict[s
         **({f"{TAG}autotune_map_workers": str(summary.autotune.get("map_workers"))}
            if summary.autotune else {}),
         **prepared_tags(summary),
+        **sweep_tags(summary),
     }
 
 

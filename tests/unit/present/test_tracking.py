@@ -244,3 +244,19 @@ def test_each_arm_logs_its_dataset_once_as_an_mlflow_input(tmp_path, store):
     assert "photos_vga_160" in dataset.source
     tags = {t.key: t.value for t in inputs[0].tags}
     assert tags == {"mlflow.data.context": "train", "perfstudy.dataset_sha256": "ab" * 32}
+
+
+def test_a_sweep_run_logs_each_settings_step_ratio_and_place(tmp_path, store):
+    """A truth run's sweep in MLflow: per setting (step = its index) the median step and the
+    ratio to the fastest with its interval; its place against the best as a tag."""
+    from records import make_sweep
+
+    client, exp, parent = store
+    run_dir, steps, summary = _fake_arm(tmp_path, "s_sweep")
+    summary = replace(summary, sweep=make_sweep("pipeline.reader_workers", {1: 1000.0, 2: 500.0}))
+    run = client.get_run(_log(client, exp, parent, run_dir, steps, summary)["run_id"])
+    history = client.get_metric_history(run.info.run_id, "sweep/vs_fastest")
+    assert sorted((m.step, round(m.value, 6)) for m in history) == [(0, 2.0), (1, 1.0)]
+    assert run.data.metrics["sweep/rounds"] == 6
+    assert run.data.tags["perfstudy.sweep.0"] == "pipeline.reader_workers=1: does not hold"
+    assert run.data.tags["perfstudy.sweep.1"] == "pipeline.reader_workers=2: holds"
