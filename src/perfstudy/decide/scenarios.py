@@ -215,7 +215,8 @@ def autotune_score(arm, sweep: Sweep, placed: list[Placed]) -> PeerScore | None:
 
 def _promise(answer: Recommendation) -> float | None:
     """The step the answer promises: for a change, the verified (measured) one, else the model's;
-    for keeping the setting, the run's own measured step."""
+    for keeping the setting, its step measured in the verification's rounds (else the run's own
+    window)."""
     if answer.action != "set_workers":
-        return answer.measured_step_ms
+        return answer.verified_now_ms or answer.measured_step_ms
     return answer.verified_step_ms if answer.verified else answer.predicted_step_ms

@@ -73,8 +73,11 @@ def points_table(points: list[PredictionPoint]) -> pd.DataFrame:
 
 
 def _count(scores: list, value) -> str:
+    """'3 of 4 decided, 1 undecided' (None: undecided)."""
     decided = [v for v in scores if v is not None]
-    return f"{sum(1 for v in decided if v is value)} of {len(decided)} decided"
+    undecided = len(scores) - len(decided)
+    return (f"{sum(1 for v in decided if v is value)} of {len(decided)} decided"
+            + (f", {undecided} undecided" if undecided else ""))
 
 
 def summary_line(scores: list[ScenarioScore]) -> str:
