@@ -69,7 +69,7 @@ BASE_DIAGNOSIS: dict[str, Any] = {
     "arm": "baseline", "study": "seed_case", "bound": "input", "headline": "Highly input-bound.",
     "input_bound": {"band": "highly", "gap_share": 0.6}, "culprit": {}, "queue_rule": None,
     "cpu": {"cores": 2}, "compute_ms": 600.0, "iterator_wait": {}, "cross_check": {},
-    "profiled": False, "profiler_effect": None, "advisor": {}}
+    "profiled": False, "profiler_effect": None, "advisor": None}
 
 
 def make_recommendation(fields: dict[str, Any] | None = None, **more: Any):
@@ -88,6 +88,8 @@ def make_diagnosis(fields: dict[str, Any] | None = None, **more: Any):
     rec = data.get("recommendation")
     data["recommendation"] = {**BASE_RECOMMENDATION, **(to_dict(rec) if hasattr(rec, "sentence")
                                                         else rec or {})}
+    if hasattr(data.get("advisor"), "stages"):  # an Advice record (make_advice)
+        data["advisor"] = to_dict(data["advisor"])
     data[SCHEMA_KEY] = Diagnosis.SCHEMA_VERSION
     return from_dict(Diagnosis, data, "a test's diagnosis")
 
@@ -135,3 +137,27 @@ def make_sweep(key: str, steps: dict[int, float], rounds_: int = 6, noise: float
     found = rounds.run(lambda setting, round_: Window(series[values[setting]][round_], 8, 4, 1.0),
                        Schedule(len(values), seed=1, min_rounds=rounds_, max_rounds=rounds_), monitor=None)
     return Sweep(key, points(key, values, False, {key: 1}), found, 100.0, 4.0)
+
+
+def make_advice(model, **fields: Any):
+    """An Advice (diagnosis.json's `advisor`) from a Model and the fields a test sets; the rest
+    neutral (predictions and curve empty, the pick the run's own setting)."""
+    from perfstudy.decide.advice import Advice, Model
+    from perfstudy.decide.advisor import current_settings
+
+    now = fields.pop("now", None) or current_settings(model)
+    neutral = {"now": now, "predictions": [], "pick": now, "curve": [], "pick_key": model.stages[0].key,
+               "pick_workers": None, "predicted_best_ms": 0.0, "predicted_pick_ms": 0.0,
+               "predicted_now_ms": 0.0, "pick_binding": "", "now_binding": "",
+               "now_slowest_stage": model.stages[0].label, "gain": 0.0, "now_error": 0.0, "sentence": ""}
+    return Advice(**{f: getattr(model, f) for f in Model.__dataclass_fields__}, **{**neutral, **fields})
+
+
+def one_map_model(key: str = "pipeline.num_parallel_workers", cores: int = 2):
+    """A Model of one C++ map that computes (1 worker now), for tests about what reads a model."""
+    from perfstudy.decide.advice import Model, Stage
+
+    stage = Stage(key=key, label="Map #3 [Decode]", op_id=3, operations=["Decode"], workers_now=1,
+                  multiprocessing_now=False, cpu_ms_per_batch=1000.0, kind="computes", busy_per_worker=1.0)
+    return Model(source="profile", cores=cores, stages=[stage], other_ops_cpu_ms_per_batch=0.0,
+                 network_wall_ms=300.0, network_cpu_ms=500.0, network_cores=1.6, level=1.0)

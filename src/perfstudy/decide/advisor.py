@@ -38,11 +38,13 @@ from __future__ import annotations
 
 import itertools
 import math
+from dataclasses import replace
 from typing import Any
 
 import pandas as pd
 
 from perfstudy.common.thresholds import WITHIN_BEST, pct
+from perfstudy.decide.advice import Advice, CurvePoint, Model, Prediction, ProbePoint, Stage
 from perfstudy.run.settings import BUILTIN_PIPELINE, MP, PRIMARY_KEY, Settings
 from perfstudy.run.summary import RunSummary
 
@@ -62,7 +64,14 @@ def _num(value: Any, default: float = 0.0) -> float:
     return default if value is None or (isinstance(value, float) and math.isnan(value)) else float(value)
 
 
-def _profiled_stages(summary: RunSummary, ops: pd.DataFrame) -> tuple[list[dict], float]:
+def _points(probe: dict[str, Any] | None) -> list[ProbePoint]:
+    """A probe's measured points (perfstudy.run.opprobe writes them into the calibration)."""
+    return [ProbePoint(int(p["workers"]), bool(p["multiprocessing"]), float(p["wall_ms_per_batch"]),
+                       float(p["cpu_ms_per_batch"]), int(p.get("samples", 1)))
+            for p in (probe or {}).get("points", []) if "wall_ms_per_batch" in p]
+
+
+def _profiled_stages(summary: RunSummary, ops: pd.DataFrame) -> tuple[list[Stage], float]:
     """Stages of the sized operators from the profile, and the CPU of all other operators."""
     window = summary.profiled_window
     step_ms = (window.steady_step_ms if window else None) or summary.steady_step_ms
@@ -77,24 +86,22 @@ def _profiled_stages(summary: RunSummary, ops: pd.DataFrame) -> tuple[list[dict]
     stages = []
     for _, row in keyed.iterrows():
         workers = int(_num(row["num_workers"], 1)) or 1
-        stage = {"key": row["config_key"], "label": row["label"], "op_id": int(row["op_id"]),
-                 "operations": [o for o in str(row.get("operations") or "").split(", ") if o],
-                 "workers_now": workers,
-                 "multiprocessing_now": _flag(row.get("multiprocessing")),
-                 "cpu_ms_per_batch": cpu_ms[int(row["op_id"])]}
+        base = {"key": row["config_key"], "label": row["label"], "op_id": int(row["op_id"]),
+                "operations": [o for o in str(row.get("operations") or "").split(", ") if o],
+                "workers_now": workers, "multiprocessing_now": _flag(row.get("multiprocessing")),
+                "cpu_ms_per_batch": cpu_ms[int(row["op_id"])]}
         probe = probed.get(row["config_key"])
-        points = [p for p in (probe or {}).get("points", []) if "wall_ms_per_batch" in p]
+        points = _points(probe)
         if points:
-            stage.update(_probed_fields(points, probe.get("gil")))
-        else:
-            per_worker = _num(row.get("cpu_pct_per_worker"), _num(row["cpu_pct"]) / workers)
-            busy = min(1.0, max(per_worker / 100, 1e-3))
-            # Little CPU means waiting (I/O) only where the queues say the op holds the chain
-            # up; otherwise it is idle, blocked by a slower neighbour, and costs its CPU only.
-            waits = busy < COMPUTES and _held_up_at(row, ops)
-            stage.update(kind="waits" if waits else "computes", busy_per_worker=busy)
-        stages.append(stage)
-    sized = {s["op_id"] for s in stages}
+            stages.append(Stage(**base, **_probed_fields(points, probe.get("gil"))))
+            continue
+        per_worker = _num(row.get("cpu_pct_per_worker"), _num(row["cpu_pct"]) / workers)
+        busy = min(1.0, max(per_worker / 100, 1e-3))
+        # Little CPU means waiting (I/O) only where the queues say the op holds the chain
+        # up; otherwise it is idle, blocked by a slower neighbour, and costs its CPU only.
+        waits = busy < COMPUTES and _held_up_at(row, ops)
+        stages.append(Stage(**base, kind="waits" if waits else "computes", busy_per_worker=busy))
+    sized = {s.op_id for s in stages}
     other = sum(v for k, v in cpu_ms.items() if k not in sized)
     return stages, other
 
@@ -113,22 +120,21 @@ def held_up(input_usage: float, output_usage: float) -> bool:
     return input_usage >= WELL_FILLED and output_usage <= NEAR_EMPTY
 
 
-def _probed_stage(probe: dict[str, Any], summary: RunSummary) -> dict[str, Any]:
+def _probed_stage(probe: dict[str, Any], summary: RunSummary) -> Stage:
     """A Python operator's stage from its probe alone (a run without a dataset profile)."""
     settings = summary.operator_settings or {}
     key = probe["config_key"]
-    fields = _probed_fields([p for p in probe["points"] if "wall_ms_per_batch" in p],
-                            probe.get("gil"))
+    fields = _probed_fields(_points(probe), probe.get("gil"))
     name = str(probe.get("operation", key)).rpartition(":")[2]
     # an addressed map reads 'map_2 [RandomCropDecodeResize, ..., HWC2CHW]': its operations
     # (what decides a culprit's kind, e.g. decode) are in the brackets; a callable is its own
     _, bracket, inside = name.partition(" [")
     operations = inside.rstrip("]").split(", ") if bracket else [name]
-    one = min(fields["points"], key=lambda p: (p["multiprocessing"], p["workers"]))
-    return {"key": key, "label": f"{name} ({key})", "op_id": None, "operations": operations,
-            "workers_now": int(settings.get(key) or probe.get("workers_now") or 1),
-            "multiprocessing_now": bool(settings.get(key + MP, probe.get("multiprocessing_now"))),
-            "cpu_ms_per_batch": one["cpu_ms_per_batch"], **fields}
+    one = min(fields["points"], key=lambda p: (p.multiprocessing, p.workers))
+    return Stage(key=key, label=f"{name} ({key})", op_id=None, operations=operations,
+                 workers_now=int(settings.get(key) or probe.get("workers_now") or 1),
+                 multiprocessing_now=bool(settings.get(key + MP, probe.get("multiprocessing_now"))),
+                 cpu_ms_per_batch=one.cpu_ms_per_batch, **fields)
 
 
 def gil_share(gil: dict[str, Any] | None, alone_ms: float | None = None) -> float | None:
@@ -140,48 +146,47 @@ def gil_share(gil: dict[str, Any] | None, alone_ms: float | None = None) -> floa
     return min(1.0, max(0.0, gil["gil_ms_per_batch"] / reference))
 
 
-def _probed_fields(points: list[dict[str, Any]], gil: dict[str, Any] | None = None) -> dict[str, Any]:
+def _probed_fields(points: list[ProbePoint], gil: dict[str, Any] | None = None) -> dict[str, Any]:
     """A probed stage's kind, points, how busy one thread worker is alone, and the share of its
     time that needs the GIL: measured beside a GIL holder (`gil`, the probe's point); without
     that point, Python that computes (>= half a core) counts as all GIL, one that waits as none."""
     if gil and gil.get("wall_ms_per_batch_alone"):
         points = [_with_second_sample(p, gil["wall_ms_per_batch_alone"]) for p in points]
-    one = min(points, key=lambda p: (p["multiprocessing"], p["workers"]))
-    measured = gil_share(gil, one["wall_ms_per_batch"])  # of the paired run alone, timed next to it
-    busy = min(1.0, one["cpu_ms_per_batch"] / max(one["wall_ms_per_batch"], 1e-9))
+    one = min(points, key=lambda p: (p.multiprocessing, p.workers))
+    measured = gil_share(gil, one.wall_ms_per_batch)  # of the paired run alone, timed next to it
+    busy = min(1.0, one.cpu_ms_per_batch / max(one.wall_ms_per_batch, 1e-9))
     share = measured if measured is not None else (1.0 if busy >= COMPUTES else 0.0)
     return {"kind": "probed", "points": points, "busy_per_worker": busy, "gil_share": share,
             "gil_measured": measured is not None, "holds_gil": share > 0}
 
 
-def _with_second_sample(point: dict[str, Any], wall_ms: float) -> dict[str, Any]:
+def _with_second_sample(point: ProbePoint, wall_ms: float) -> ProbePoint:
     """The 1-thread point averaged with the GIL pair's own run alone at 1 thread (a second
     sample of the same setting, timed minutes later: the probe's points vary ~10 %)."""
-    if point["workers"] != 1 or point["multiprocessing"]:
+    if point.workers != 1 or point.multiprocessing:
         return point
-    scale = (point["wall_ms_per_batch"] + wall_ms) / 2 / max(point["wall_ms_per_batch"], 1e-9)
-    return {**point, "wall_ms_per_batch": point["wall_ms_per_batch"] * scale,
-            "cpu_ms_per_batch": point["cpu_ms_per_batch"] * scale, "samples": 2}
+    scale = (point.wall_ms_per_batch + wall_ms) / 2 / max(point.wall_ms_per_batch, 1e-9)
+    return replace(point, wall_ms_per_batch=point.wall_ms_per_batch * scale,
+                   cpu_ms_per_batch=point.cpu_ms_per_batch * scale, samples=2)
 
 
-def _calibration_stages(summary: RunSummary) -> list[dict[str, Any]]:
+def _calibration_stages(summary: RunSummary) -> list[Stage]:
     """No profile: each probed Python operator from its probe, the rest of the pipeline as one
     stage sized by the article's map, from the pipeline-alone calibration."""
     cal = summary.calibration
     workers = summary.num_parallel_workers.effective
     cores = summary.num_parallel_workers.cpu_count
-    probed = [_probed_stage(p, summary) for p in cal.operators
-              if any("wall_ms_per_batch" in q for q in p.get("points", []))]
-    probed_cpu = sum(stage_ms(s, s["workers_now"], s["multiprocessing_now"], cores)[1] for s in probed)
+    probed = [_probed_stage(p, summary) for p in cal.operators if _points(p)]
+    probed_cpu = sum(stage_ms(s, s.workers_now, s.multiprocessing_now, cores)[1] for s in probed)
     rest_cpu = max(cal.pipeline_cpu_ms - probed_cpu, 0.0)
     busy = min(1.0, max(rest_cpu, 1e-3) / max(cal.pipeline_wall_ms * min(workers, cores), 1e-9))
     label = "the rest of the pipeline" if probed else "the pipeline"
-    key = _rest_key(summary, {s["key"] for s in probed})
+    key = _rest_key(summary, {s.key for s in probed})
     if key != PRIMARY_KEY:
         workers = int((summary.operator_settings or {}).get(key) or 1)
-    rest = {"key": key, "label": label, "op_id": None, "operations": [],
-            "workers_now": workers, "multiprocessing_now": False, "cpu_ms_per_batch": rest_cpu,
-            "busy_per_worker": busy, "kind": "computes" if busy >= COMPUTES or probed else "waits"}
+    rest = Stage(key=key, label=label, op_id=None, operations=[], workers_now=workers,
+                 multiprocessing_now=False, cpu_ms_per_batch=rest_cpu, busy_per_worker=busy,
+                 kind="computes" if busy >= COMPUTES or probed else "waits")
     return [*probed, rest]
 
 
@@ -195,21 +200,20 @@ def _rest_key(summary: RunSummary, probed: set[str]) -> str:
     return keys[0] if keys else PRIMARY_KEY
 
 
-def stage_ms(stage: dict[str, Any], workers: int, processes: bool, cores: int) -> tuple[float, float]:
+def stage_ms(stage: Stage, workers: int, processes: bool, cores: int) -> tuple[float, float]:
     """(wall ms, CPU ms) per batch of one stage at `workers` workers."""
     workers = max(1, min(workers, cores))  # MindSpore refuses more workers than CPUs
-    if stage["kind"] == "probed":
-        mode = [p for p in stage["points"] if p["multiprocessing"] == processes] or stage["points"]
-        point = min(mode, key=lambda p: (abs(p["workers"] - workers), -p["workers"]))
-        return point["wall_ms_per_batch"], point["cpu_ms_per_batch"]
-    scale = stage.get("anchor", 1.0)
-    cpu = stage["cpu_ms_per_batch"] * scale
-    if stage["kind"] == "computes":
+    if stage.kind == "probed":
+        mode = [p for p in stage.points if p.multiprocessing == processes] or stage.points
+        point = min(mode, key=lambda p: (abs(p.workers - workers), -p.workers))
+        return point.wall_ms_per_batch, point.cpu_ms_per_batch
+    cpu = stage.cpu_ms_per_batch * stage.anchor
+    if stage.kind == "computes":
         return cpu / workers, cpu
-    return cpu / stage["busy_per_worker"] / workers, cpu
+    return cpu / stage.busy_per_worker / workers, cpu
 
 
-def rates(summary: RunSummary, ops: pd.DataFrame | None) -> dict[str, Any]:
+def rates(summary: RunSummary, ops: pd.DataFrame | None) -> Model:
     """Everything the model needs, from the run itself."""
     cal = summary.calibration
     cores = summary.num_parallel_workers.cpu_count
@@ -217,30 +221,30 @@ def rates(summary: RunSummary, ops: pd.DataFrame | None) -> dict[str, Any]:
     source = "profile" if stages else "calibration (pipeline alone; no profile)"
     if not stages:
         stages = _calibration_stages(summary)
-    model = {"source": source, "cores": cores, "stages": stages,
-             "other_ops_cpu_ms_per_batch": other,
-             "network_wall_ms": cal.compute_wall_ms, "network_cpu_ms": cal.compute_cpu_ms,
-             "network_cores": cal.compute_cpu_ms / max(cal.compute_wall_ms, 1e-9)}
-    _anchor(model, cal.pipeline_wall_ms)
-    return model
+    model = Model(source=source, cores=cores, stages=stages, other_ops_cpu_ms_per_batch=other,
+                  network_wall_ms=cal.compute_wall_ms, network_cpu_ms=cal.compute_cpu_ms,
+                  network_cores=cal.compute_cpu_ms / max(cal.compute_wall_ms, 1e-9), level=1.0)
+    return _anchor(model, cal.pipeline_wall_ms)
 
 
-def _anchor(model: dict[str, Any], pipeline_wall_ms: float | None) -> None:
+def _anchor(model: Model, pipeline_wall_ms: float | None) -> Model:
     """Scale the slowest unprobed stage so the pipeline alone at the current setting takes
     what its calibration measured (the profile gives shares; the calibration the pace)."""
-    if not pipeline_wall_ms or model["source"] != "profile":
-        return
+    if not pipeline_wall_ms or model.source != "profile":
+        return model
     now = current_settings(model)
-    parts = {id(s): stage_ms(s, now[s["key"]], now.get(s["key"] + MP, False), model["cores"])
-             for s in model["stages"]}
-    slowest = max(model["stages"], key=lambda s: parts[id(s)][0])
-    cpu_total = sum(p[1] for p in parts.values()) + model["other_ops_cpu_ms_per_batch"]
-    if slowest["kind"] == "probed" or parts[id(slowest)][0] <= 0 \
-            or cpu_total / model["cores"] > parts[id(slowest)][0]:
-        return  # a probed stage is measured already; a CPU-bound pipeline alone says nothing
-    factor = pipeline_wall_ms / parts[id(slowest)][0]
-    if ANCHOR_RANGE[0] <= factor <= ANCHOR_RANGE[1]:  # else they disagree: trust the profile
-        slowest["anchor"] = factor
+    parts = [stage_ms(s, now[s.key], now.get(s.key + MP, False), model.cores) for s in model.stages]
+    index = max(range(len(parts)), key=lambda i: parts[i][0])
+    slowest = model.stages[index]
+    cpu_total = sum(p[1] for p in parts) + model.other_ops_cpu_ms_per_batch
+    if slowest.kind == "probed" or parts[index][0] <= 0 or cpu_total / model.cores > parts[index][0]:
+        return model  # a probed stage is measured already; a CPU-bound pipeline alone says nothing
+    factor = pipeline_wall_ms / parts[index][0]
+    if not ANCHOR_RANGE[0] <= factor <= ANCHOR_RANGE[1]:  # they disagree: trust the profile
+        return model
+    stages = list(model.stages)
+    stages[index] = replace(slowest, anchor=factor)
+    return replace(model, stages=stages)
 
 
 def canonical(settings: Settings) -> Settings:
@@ -248,96 +252,90 @@ def canonical(settings: Settings) -> Settings:
     return {k: v for k, v in settings.items() if not (k.endswith(MP) and not v)}
 
 
-def current_settings(model: dict[str, Any]) -> Settings:
+def current_settings(model: Model) -> Settings:
     """The run's own setting: workers per key (and processes for Python maps that use them)."""
     settings: Settings = {}
-    for stage in model["stages"]:
-        settings[stage["key"]] = stage["workers_now"]
-        if stage["multiprocessing_now"]:
-            settings[stage["key"] + MP] = True
+    for stage in model.stages:
+        settings[stage.key] = stage.workers_now
+        if stage.multiprocessing_now:
+            settings[stage.key + MP] = True
     return settings
 
 
-def _gil_ms(stage: dict[str, Any], settings: Settings, parts: dict, cores: int) -> float:
+def _gil_ms(stage: Stage, settings: Settings, parts: dict, cores: int) -> float:
     """Per batch, how long a Python op keeps the network off the GIL: its GIL share of, in
     worker processes, its stage (they overlap outside the GIL); in thread workers, one worker's
     stage, however many there are (docs/lab-notes.md#gil-threads)."""
-    share = stage.get("gil_share", 1.0)
-    if settings.get(stage["key"] + MP, False):
-        return share * parts[stage["label"]][0]
+    share = 1.0 if stage.gil_share is None else stage.gil_share
+    if settings.get(stage.key + MP, False):
+        return share * parts[stage.label][0]
     return share * stage_ms(stage, 1, False, cores)[0]
 
 
-def predict(model: dict[str, Any], settings: Settings | int) -> dict[str, Any]:
+def predict(model: Model, settings: Settings | int) -> Prediction:
     """Predicted steady step and its parts at `settings` (an int: the article's map's workers;
     keys left out keep the run's own setting)."""
     if not isinstance(settings, dict):
         settings = {PRIMARY_KEY: int(settings)}
     full = canonical({**current_settings(model), **settings})
-    cores = model["cores"]
-    parts = {s["label"]: stage_ms(s, int(full.get(s["key"], s["workers_now"])),
-                                  bool(full.get(s["key"] + MP, False)), cores)
-             for s in model["stages"]}
+    cores = model.cores
+    parts = {s.label: stage_ms(s, int(full.get(s.key, s.workers_now)), bool(full.get(s.key + MP, False)), cores)
+             for s in model.stages}
     slowest_label = max(parts, key=lambda k: parts[k][0])
     stage = parts[slowest_label][0]
-    pipeline_cpu = sum(p[1] for p in parts.values()) + model["other_ops_cpu_ms_per_batch"]
-    floor = (pipeline_cpu + model["network_cpu_ms"]) / cores
+    pipeline_cpu = sum(p[1] for p in parts.values()) + model.other_ops_cpu_ms_per_batch
+    floor = (pipeline_cpu + model.network_cpu_ms) / cores
     # Python ops that compute take turns with the network on the training process's GIL:
     # MindSpore's graph step holds it while it runs, and so does the map worker that hands
-    # rows to worker processes and waits for them. Measured (cpu_demo): a NumPy per-batch map
-    # of 502 ms alone beside a 564 ms network step gave 1063 ms steps with no gap; in 2 worker
-    # processes, 353 ms alone gave 925 ms; a sleeping transform of 647 ms per batch beside a
-    # 545 ms network, 682 ms (no turns).
-    gil = sum(_gil_ms(s, full, parts, cores) for s in model["stages"] if s.get("holds_gil"))
-    gil_floor = gil + model["network_wall_ms"] if gil else 0.0
-    step = network = max(stage, model["network_wall_ms"], floor, gil_floor)
+    # rows to worker processes and waits for them (docs/lab-notes.md#gil-turns).
+    gil = sum(_gil_ms(s, full, parts, cores) for s in model.stages if s.holds_gil)
+    gil_floor = gil + model.network_wall_ms if gil else 0.0
+    step = network = max(stage, model.network_wall_ms, floor, gil_floor)
     for _ in range(5):  # the network gets the cores the pipeline leaves free: a fixed point
         left = max(cores - min(pipeline_cpu / step, cores), 0.05)
-        network = max(model["network_wall_ms"],
-                      model["network_cpu_ms"] / min(model["network_cores"], left))
+        network = max(model.network_wall_ms, model.network_cpu_ms / min(model.network_cores, left))
         step = max(stage, network, floor, gil_floor)
     binding = ("gil" if gil_floor >= 0.97 * step and gil_floor > floor else
                "cpu" if floor >= 0.97 * step else "pipeline" if stage >= network else "network")
-    return {"settings": full, "step_ms": step * model.get("level", 1.0), "model_step_ms": step,
-            "slowest_stage": slowest_label,
-            "slowest_stage_ms": stage, "network_ms": network, "cpu_floor_ms": floor,
-            "gil_floor_ms": gil_floor, "gil_ms": gil,
-            "pipeline_cpu_ms": pipeline_cpu, "binding": binding,
-            "stages_ms": {label: round(p[0], 1) for label, p in parts.items()}}
+    return Prediction(settings=full, step_ms=step * model.level, model_step_ms=step,
+                      slowest_stage=slowest_label, slowest_stage_ms=stage, network_ms=network,
+                      cpu_floor_ms=floor, gil_floor_ms=gil_floor, gil_ms=gil,
+                      pipeline_cpu_ms=pipeline_cpu, binding=binding,
+                      stages_ms={label: round(p[0], 1) for label, p in parts.items()})
 
 
-def stage_options(model: dict[str, Any], stage: dict[str, Any]) -> list[dict[str, Any]]:
+def stage_options(model: Model, stage: Stage) -> list[Settings]:
     """Every setting of one sized operator: 1..CPUs workers, a probed Python map also in
     processes (threads said explicitly: a run in processes keeps them otherwise)."""
-    options = [{stage["key"]: w} for w in range(1, model["cores"] + 1)]
-    if stage["kind"] == "probed" and any(p["multiprocessing"] for p in stage["points"]) \
-            and stage["key"] != "pipeline.reader_workers":
-        options = [{**o, stage["key"] + MP: False} for o in options]
-        options += [{stage["key"]: w, stage["key"] + MP: True} for w in range(1, model["cores"] + 1)]
+    options: list[Settings] = [{stage.key: w} for w in range(1, model.cores + 1)]
+    if stage.kind == "probed" and any(p.multiprocessing for p in stage.points) \
+            and stage.key != "pipeline.reader_workers":
+        options = [{**o, stage.key + MP: False} for o in options]
+        options += [{stage.key: w, stage.key + MP: True} for w in range(1, model.cores + 1)]
     return options
 
 
-def candidates(model: dict[str, Any]) -> list[dict[str, Any]]:
+def candidates(model: Model) -> list[Settings]:
     """Every setting to predict: the product of every sized operator's options."""
-    axes = [stage_options(model, stage) for stage in model["stages"]]
+    axes = [stage_options(model, stage) for stage in model.stages]
     combos = []
     for parts in itertools.islice(itertools.product(*axes), MAX_SETTINGS):
-        merged: dict[str, Any] = {}
+        merged: Settings = {}
         for part in parts:
             merged.update(part)
         combos.append(merged)
     return combos
 
 
-def step_swing(model: dict[str, Any], stage: dict[str, Any]) -> dict[str, Any]:
+def step_swing(model: Model, stage: Stage) -> dict[str, Any]:
     """How far one operator's own setting moves the predicted step, the others kept as they
     run: its slowest and fastest setting, and slowest / fastest - 1 (the `swing`)."""
     rows = [predict(model, option) for option in stage_options(model, stage)]
-    slow = max(rows, key=lambda r: r["step_ms"])
-    fast = min(rows, key=lambda r: r["step_ms"])
-    return {"label": stage["label"], "key": stage["key"], "swing": slow["step_ms"] / fast["step_ms"] - 1,
-            "slowest": slow["settings"], "slowest_ms": slow["step_ms"],
-            "fastest": fast["settings"], "fastest_ms": fast["step_ms"]}
+    slow = max(rows, key=lambda r: r.step_ms)
+    fast = min(rows, key=lambda r: r.step_ms)
+    return {"label": stage.label, "key": stage.key, "swing": slow.step_ms / fast.step_ms - 1,
+            "slowest": slow.settings, "slowest_ms": slow.step_ms,
+            "fastest": fast.settings, "fastest_ms": fast.step_ms}
 
 
 def cost(settings: Settings, now: Settings) -> tuple:
@@ -350,84 +348,79 @@ def cost(settings: Settings, now: Settings) -> tuple:
     return (changes > 0, workers, processes, changes)
 
 
-def describe_settings(settings: Settings, model: dict[str, Any]) -> str:
+def describe_settings(settings: Settings, model: Model) -> str:
     """'pipeline.extra_transform_workers=2 with python_multiprocessing' etc., sized keys only."""
     words = []
-    for stage in model["stages"]:
-        key = stage["key"]
-        text = f"{key}={settings.get(key, stage['workers_now'])}"
-        if settings.get(key + MP):
+    for stage in model.stages:
+        text = f"{stage.key}={settings.get(stage.key, stage.workers_now)}"
+        if settings.get(stage.key + MP):
             text += " in processes (python_multiprocessing=True)"
         words.append(text)
     return ", ".join(words)
 
 
-def advise(summary: RunSummary, ops: pd.DataFrame | None) -> dict[str, Any]:
+def advise(summary: RunSummary, ops: pd.DataFrame | None) -> Advice:
     """diagnosis.json's `advisor`: the model, its prediction for every setting, the pick."""
     model = rates(summary, ops)
     now = current_settings(model)
     # The model gives the shape across settings; the run's own measured step gives the level
     # (what it leaves out, e.g. the cores' oversubscription, scales with the step).
     raw_row = predict(model, now)
-    raw = raw_row["model_step_ms"]
+    raw = raw_row.model_step_ms
     level = summary.steady_step_ms / raw if raw > 0 else 1.0
-    if raw_row["binding"] == "pipeline" and _probed(model, raw_row["slowest_stage"]):
+    slowest = model.stage(raw_row.slowest_stage)
+    if raw_row.binding == "pipeline" and slowest is not None and slowest.kind == "probed":
         # the step is set by an operator measured alone at this very setting: sharing the cores
         # with the network cannot make it faster, so a step below that is noise, not the model's
         level = max(level, 1.0)
-    model["level"] = min(max(level, LEVEL_RANGE[0]), LEVEL_RANGE[1])
+    model = replace(model, level=min(max(level, LEVEL_RANGE[0]), LEVEL_RANGE[1]))
     table = [predict(model, s) for s in candidates(model)]
-    best = min(table, key=lambda row: row["step_ms"])
+    best = min(table, key=lambda row: row.step_ms)
     now_row = predict(model, now)
-    if now_row["step_ms"] <= best["step_ms"] * (1 + WITHIN_BEST):
+    if now_row.step_ms <= best.step_ms * (1 + WITHIN_BEST):
         pick = now_row  # no setting is predicted to beat this one by 5 % or more
     else:
-        within = [r for r in table if r["step_ms"] <= best["step_ms"] * (1 + WITHIN_BEST)]
-        pick = min(within, key=lambda r: cost(r["settings"], now))
-    primary = next((s for s in model["stages"] if pick["settings"].get(s["key"]) != now.get(s["key"])
-                    or pick["settings"].get(s["key"] + MP) != now.get(s["key"] + MP)),
-                   max(model["stages"], key=lambda s: now_row["stages_ms"][s["label"]]))
+        within = [r for r in table if r.step_ms <= best.step_ms * (1 + WITHIN_BEST)]
+        pick = min(within, key=lambda r: cost(r.settings, now))
+    primary = next((s for s in model.stages if pick.settings.get(s.key) != now.get(s.key)
+                    or pick.settings.get(s.key + MP) != now.get(s.key + MP)),
+                   max(model.stages, key=lambda s: now_row.stages_ms[s.label]))
     # the curve MLflow plots: the picked operator's workers, the others as picked
-    curve = [{"workers": w, "step_ms": predict(model, {**pick["settings"], primary["key"]: w})["step_ms"]}
-             for w in range(1, model["cores"] + 1)]
-    return {**model, "now": now, "predictions": table, "pick": pick["settings"], "curve": curve,
-            "pick_key": primary["key"], "pick_workers": pick["settings"].get(primary["key"]),
-            "predicted_best_ms": best["step_ms"], "predicted_pick_ms": pick["step_ms"],
-            "predicted_now_ms": now_row["step_ms"], "pick_binding": pick["binding"],
-            "now_binding": now_row["binding"], "now_slowest_stage": now_row["slowest_stage"],
-            "gain": now_row["step_ms"] / pick["step_ms"] - 1,
-            "now_error": (now_row["step_ms"] - summary.steady_step_ms) / summary.steady_step_ms,
-            "sentence": advisor_sentence(model, now_row, pick, best, summary)}
+    curve = [CurvePoint(w, predict(model, {**pick.settings, primary.key: w}).step_ms)
+             for w in range(1, model.cores + 1)]
+    return Advice(**{f: getattr(model, f) for f in Model.__dataclass_fields__},
+                  now=now, predictions=table, pick=pick.settings, curve=curve,
+                  pick_key=primary.key, pick_workers=pick.settings.get(primary.key),
+                  predicted_best_ms=best.step_ms, predicted_pick_ms=pick.step_ms,
+                  predicted_now_ms=now_row.step_ms, pick_binding=pick.binding,
+                  now_binding=now_row.binding, now_slowest_stage=now_row.slowest_stage,
+                  gain=now_row.step_ms / pick.step_ms - 1,
+                  now_error=(now_row.step_ms - summary.steady_step_ms) / summary.steady_step_ms,
+                  sentence=advisor_sentence(model, now_row, pick, best, summary))
 
 
-def _probed(model: dict[str, Any], label: str) -> bool:
-    return any(s["label"] == label and s["kind"] == "probed" for s in model["stages"])
-
-
-def advisor_sentence(model: dict[str, Any], now: dict[str, Any], pick: dict[str, Any],
-                     best: dict[str, Any], summary: RunSummary) -> str:
+def advisor_sentence(model: Model, now: Prediction, pick: Prediction, best: Prediction,
+                     summary: RunSummary) -> str:
     """The prediction in words, with the numbers it rests on."""
-    pace = {"pipeline": f"{pick['slowest_stage']} sets the pace ({pick['slowest_stage_ms']:.0f} ms "
+    pace = {"pipeline": f"{pick.slowest_stage} sets the pace ({pick.slowest_stage_ms:.0f} ms "
                         "per batch)",
-            "network": f"the network's compute sets the pace ({pick['network_ms']:.0f} ms per step "
-                       f"on the cores the pipeline leaves; {model['network_wall_ms']:.0f} ms alone)",
+            "network": f"the network's compute sets the pace ({pick.network_ms:.0f} ms per step "
+                       f"on the cores the pipeline leaves; {model.network_wall_ms:.0f} ms alone)",
             "gil": (f"the GIL sets the pace (the pipeline's Python transforms need the training "
-                    f"process's GIL {pick['gil_ms']:.0f} ms per batch, the network's step "
-                    f"{model['network_wall_ms']:.0f} ms: they take turns)"),
-            "cpu": (f"the CPUs set the pace (pipeline {pick['pipeline_cpu_ms']:.0f} + network "
-                    f"{model['network_cpu_ms']:.0f} CPU-ms per step on {model['cores']} CPUs = "
-                    f"{pick['cpu_floor_ms']:.0f} ms)")}[pick["binding"]]
-    basis = "" if model["source"] == "profile" else f" (from the {model['source']})"
-    if abs(model.get("level", 1.0) - 1) > 0.05:  # say what the levelling did to the numbers
-        basis += f" (model levelled x{model['level']:.2f} on the measured step)"
-    head = (f"Predicted from this run{basis}: now {now['step_ms']:.0f} ms per step (measured "
+                    f"process's GIL {pick.gil_ms:.0f} ms per batch, the network's step "
+                    f"{model.network_wall_ms:.0f} ms: they take turns)"),
+            "cpu": (f"the CPUs set the pace (pipeline {pick.pipeline_cpu_ms:.0f} + network "
+                    f"{model.network_cpu_ms:.0f} CPU-ms per step on {model.cores} CPUs = "
+                    f"{pick.cpu_floor_ms:.0f} ms)")}[pick.binding]
+    basis = "" if model.source == "profile" else f" (from the {model.source})"
+    if abs(model.level - 1) > 0.05:  # say what the levelling did to the numbers
+        basis += f" (model levelled x{model.level:.2f} on the measured step)"
+    head = (f"Predicted from this run{basis}: now {now.step_ms:.0f} ms per step (measured "
             f"{summary.steady_step_ms:.0f} ms)")
-    if pick is now or pick["settings"] == now["settings"]:
-        return (f"{head}; no setting of {len(model['stages'])} sized operator(s) up to "
-                f"{model['cores']} workers is predicted to be {pct(WITHIN_BEST)} faster (best {best['step_ms']:.0f} "
+    if pick is now or pick.settings == now.settings:
+        return (f"{head}; no setting of {len(model.stages)} sized operator(s) up to "
+                f"{model.cores} workers is predicted to be {pct(WITHIN_BEST)} faster (best {best.step_ms:.0f} "
                 f"ms): {pace}.")
-    return (f"{head}; {describe_settings(pick['settings'], model)} gives {pick['step_ms']:.0f} ms "
-            f"({now['step_ms'] / pick['step_ms']:.2f}x), within {pct(WITHIN_BEST)} of the best predicted "
-            f"({best['step_ms']:.0f} ms); there {pace}.")
-
-
+    return (f"{head}; {describe_settings(pick.settings, model)} gives {pick.step_ms:.0f} ms "
+            f"({now.step_ms / pick.step_ms:.2f}x), within {pct(WITHIN_BEST)} of the best predicted "
+            f"({best.step_ms:.0f} ms); there {pace}.")

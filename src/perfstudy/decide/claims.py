@@ -116,7 +116,7 @@ def _prediction_error(claim, arms, _prepared):
     advice = ((source.diagnosis.advisor if source.diagnosis else None) if source is not None else None)
     if not advice:
         raise Unmeasured("no arm's diagnosis has an advisor model to predict from")
-    predicted = predict(advice, pick.settings(arm))["step_ms"]
+    predicted = predict(advice, pick.settings(arm)).step_ms
     measured = arm.summary.steady_step_ms
     return abs(predicted - measured) / measured, (
         f"predicted from {source.name} {predicted:.0f} ms, measured {measured:.0f} ms "

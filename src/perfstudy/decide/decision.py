@@ -30,6 +30,7 @@ from typing import Any
 
 from perfstudy.common.records import from_dict
 from perfstudy.common.thresholds import GAIN_THAT_MATTERS, NOT_STEADY, WITHIN_BEST, pct
+from perfstudy.decide.advice import Advice, Prediction, Stage
 from perfstudy.decide.advisor import COMPUTES, canonical, describe_settings, predict, stage_ms, step_swing
 from perfstudy.decide.fixes import DECODE_OPS, prepared_prediction, remedies
 from perfstudy.decide.recommendation import Recommendation
@@ -107,53 +108,43 @@ def validity(summary: RunSummary, compute_ms: float) -> dict[str, Any]:
             "steps_needed": steps, "sentence": sentence + "; no verdict is issued on this window."}
 
 
-def cpu_culprit(advice: dict[str, Any], now_row: dict[str, Any]) -> tuple[dict | None, dict | None]:
+def cpu_culprit(advice: Advice, now_row: Prediction) -> tuple[Stage | None, dict | None]:
     """(stage, its swing) when the CPUs bind at the current setting and one operator's own
     setting moves the predicted step by >= GAIN_THAT_MATTERS (the largest swing wins); else (None, None).
     The swing carries the stage's CPU per batch now, of the pipeline's."""
-    if now_row["binding"] != "cpu" or not advice["stages"]:
+    if now_row.binding != "cpu" or not advice.stages:
         return None, None
-    swings = [(step_swing(advice, stage), stage) for stage in advice["stages"]]
+    swings = [(step_swing(advice, stage), stage) for stage in advice.stages]
     swing, stage = max(swings, key=lambda pair: pair[0]["swing"])
     if swing["swing"] < GAIN_THAT_MATTERS:
         return None, None
-    now = advice["now"]
-    cpu = stage_ms(stage, int(now.get(stage["key"], stage["workers_now"])),
-                   bool(now.get(stage["key"] + MP, False)), advice["cores"])[1]
-    return stage, {**swing, "cpu_ms_per_batch": cpu, "pipeline_cpu_ms": now_row["pipeline_cpu_ms"]}
+    now = advice.now
+    cpu = stage_ms(stage, int(now.get(stage.key, stage.workers_now)),
+                   bool(now.get(stage.key + MP, False)), advice.cores)[1]
+    return stage, {**swing, "cpu_ms_per_batch": cpu, "pipeline_cpu_ms": now_row.pipeline_cpu_ms}
 
 
-def _swing_words(swing: dict[str, Any], advice: dict[str, Any]) -> str:
+def _swing_words(swing: dict[str, Any], advice: Advice) -> str:
     """'Map #2 [...] takes 2100 of the pipeline's 2300 CPU-ms per batch, and its setting moves
     the step (pipeline.workers.map_2=1: predicted 4086 ms against 2724 ms)'."""
     return (f"{swing['label']} takes {swing['cpu_ms_per_batch']:.0f} of the pipeline's "
             f"{swing['pipeline_cpu_ms']:.0f} CPU-ms per batch, and its setting moves the step "
-            f"({describe_changes(setting_changes(swing['slowest'], advice['now']), advice)}"
+            f"({describe_changes(setting_changes(swing['slowest'], advice.now), advice)}"
             f": predicted {swing['slowest_ms']:.0f} ms against {swing['fastest_ms']:.0f} ms)")
 
 
-def culprit_kind(stage: dict[str, Any] | None) -> str | None:
+def culprit_kind(stage: Stage | None) -> str | None:
     """decode | python | waits | computes for a stage of the model (None: no culprit)."""
     if stage is None:
         return None
-    if any(op in DECODE_OPS for op in stage.get("operations", [])):
+    if any(op in DECODE_OPS for op in stage.operations):
         return "decode"
-    if stage["kind"] == "waits" or stage.get("busy_per_worker", 1.0) < COMPUTES:
+    if stage.kind == "waits" or stage.busy_per_worker < COMPUTES:
         return "waits"
-    return "python" if stage["kind"] == "probed" else "computes"
+    return "python" if stage.kind == "probed" else "computes"
 
 
-
-
-
-
-
-
-
-
-
-
-def decide(summary: RunSummary, advice: dict[str, Any], band: str, compute_ms: float,
+def decide(summary: RunSummary, advice: Advice, band: str, compute_ms: float,
            queue_culprit: dict[str, Any] | None = None) -> Recommendation:
     """The arm's answer: verdict (bound), action, setting, predicted step, culprit, remedies.
 
@@ -175,85 +166,85 @@ def decide(summary: RunSummary, advice: dict[str, Any], band: str, compute_ms: f
     return from_dict(Recommendation, answer, "the decision")
 
 
-def _model_answer(summary: RunSummary, advice: dict[str, Any], band: str, compute_ms: float,
+def _model_answer(summary: RunSummary, advice: Advice, band: str, compute_ms: float,
                   queue_culprit: dict[str, Any] | None) -> tuple[dict[str, Any], bool, list[str]]:
     """(the model's answer before any measurement, input-side binding?, the culprit's remedies)."""
     check = validity(summary, compute_ms)
     measured = summary.steady_step_ms
     base = {"validity": check, "measured_step_ms": measured,
-            "predicted_now_ms": advice["predicted_now_ms"], "source": advice["source"]}
+            "predicted_now_ms": advice.predicted_now_ms, "source": advice.source}
     if not check["steady"]:  # no verdict, and nothing else names a setting
-        return {**base, "bound": "not_steady", "action": "not_steady", "settings": advice["now"],
-                "predicted_step_ms": advice["predicted_now_ms"], "sentence": check["sentence"]}, False, []
-    now = advice["now"]
+        return {**base, "bound": "not_steady", "action": "not_steady", "settings": advice.now,
+                "predicted_step_ms": advice.predicted_now_ms, "sentence": check["sentence"]}, False, []
+    now = advice.now
     now_row = predict(advice, now)
-    pick = predict(advice, advice["pick"])
-    best = min(advice["predictions"], key=lambda r: r["step_ms"])
-    slowest = next(s for s in advice["stages"] if s["label"] == now_row["slowest_stage"])
-    input_side = band != "not" or now_row["binding"] in ("pipeline", "gil")
+    pick = predict(advice, advice.pick)
+    best = min(advice.predictions, key=lambda r: r.step_ms)
+    slowest = next(s for s in advice.stages if s.label == now_row.slowest_stage)
+    input_side = band != "not" or now_row.binding in ("pipeline", "gil")
     culprit, swing = (slowest, None) if input_side else cpu_culprit(advice, now_row)
     kind = culprit_kind(culprit)
-    changes = {k: v for k, v in advice["pick"].items() if now.get(k) != v}
-    gain = now_row["step_ms"] / pick["step_ms"] - 1
+    changes = {k: v for k, v in advice.pick.items() if now.get(k) != v}
+    gain = now_row.step_ms / pick.step_ms - 1
     binding_words = {"cpu": "cpu", "pipeline": "input", "network": "compute", "gil": "input"}
     if changes:
         action, bound = "set_workers", "input"
-        sentence = (f"Set {describe_changes(changes, advice)}: predicted {pick['step_ms']:.0f} ms per "
-                    f"step against {now_row['step_ms']:.0f} ms now ({1 + gain:.2f}x; measured now "
+        sentence = (f"Set {describe_changes(changes, advice)}: predicted {pick.step_ms:.0f} ms per "
+                    f"step against {now_row.step_ms:.0f} ms now ({1 + gain:.2f}x; measured now "
                     f"{measured:.0f} ms), within {pct(WITHIN_BEST)} of the best of every setting up to "
-                    f"{advice['cores']} workers; {culprit['label'] if culprit else 'the pipeline'} "
+                    f"{advice.cores} workers; {culprit.label if culprit else 'the pipeline'} "
                     "is the slow operator")
         if kind == "python":
             sentence += f" ({remedies(kind, advice, culprit, summary, best)[0]})"
     elif input_side:
         action = "cannot_help"
-        bound = binding_words[now_row["binding"]]
-        sentence = (f"No worker setting helps: the best of every setting up to {advice['cores']} "
-                    f"workers is predicted {pct(now_row['step_ms'] / best['step_ms'] - 1, 1)} "
-                    f"faster than now ({best['step_ms']:.0f} against {now_row['step_ms']:.0f} ms; "
+        bound = binding_words[now_row.binding]
+        sentence = (f"No worker setting helps: the best of every setting up to {advice.cores} "
+                    f"workers is predicted {pct(now_row.step_ms / best.step_ms - 1, 1)} "
+                    f"faster than now ({best.step_ms:.0f} against {now_row.step_ms:.0f} ms; "
                     f"{pct(WITHIN_BEST)} is the bar), because {_what_binds(now_row, advice, slowest)}; "
                     "what would: "
                     + "; ".join(remedies(kind, advice, culprit, summary, best)))
     else:
         action = "none"
-        bound = "cpu" if now_row["binding"] == "cpu" else "compute"
+        bound = "cpu" if now_row.binding == "cpu" else "compute"
         sentence = (f"Keep the pipeline as it is: the step waits for data "
                     f"{pct(summary.gap_share, 1)} of the time and no setting is predicted to "
                     f"be {pct(WITHIN_BEST)} faster" + (f"; {_swing_words(swing, advice)}" if swing else "")
                     + "; what would help: " + "; ".join(remedies(None, advice, None, summary, best)))
     answer = {**base, "bound": bound, "action": action, "changes": changes,
-              "settings": advice["pick"], "predicted_step_ms": pick["step_ms"],
-              "predicted_gain": gain, "culprit_key": culprit["key"] if culprit else None,
-              "culprit_label": culprit["label"] if culprit else None, "culprit_kind": kind,
+              "settings": advice.pick, "predicted_step_ms": pick.step_ms,
+              "predicted_gain": gain, "culprit_key": culprit.key if culprit else None,
+              "culprit_label": culprit.label if culprit else None, "culprit_kind": kind,
               "culprit_swing": swing,
               "queue_rule_culprit": (queue_culprit or {}).get("label"),
-              "workers": changes.get(culprit["key"]) if culprit and changes else None,
+              "workers": changes.get(culprit.key) if culprit and changes else None,
               "remedies": remedies(kind, advice, culprit, summary, best) if action != "set_workers" else [],
               "prepared_prediction": prepared_prediction(advice, summary),
               "sentence": sentence + ".", "verified": False,
-              "model_answer": {"action": action, "settings": advice["pick"],
-                               "predicted_step_ms": pick["step_ms"]}}
+              "model_answer": {"action": action, "settings": advice.pick,
+                               "predicted_step_ms": pick.step_ms}}
     return answer, input_side, remedies(kind, advice, culprit, summary, best)
 
 
-def _what_binds(now_row: dict[str, Any], advice: dict[str, Any], slowest: dict[str, Any]) -> str:
+def _what_binds(now_row: Prediction, advice: Advice, slowest: Stage) -> str:
     """Why no worker setting helps, by what binds the predicted step at every setting."""
-    binding = now_row["binding"]
+    binding = now_row.binding
     if binding == "cpu":
-        return (f"the CPUs are full: pipeline {now_row['pipeline_cpu_ms']:.0f} + network "
-                f"{advice['network_cpu_ms']:.0f} CPU-ms per step on {advice['cores']} CPUs "
-                f"= {now_row['cpu_floor_ms']:.0f} ms")
+        return (f"the CPUs are full: pipeline {now_row.pipeline_cpu_ms:.0f} + network "
+                f"{advice.network_cpu_ms:.0f} CPU-ms per step on {advice.cores} CPUs "
+                f"= {now_row.cpu_floor_ms:.0f} ms")
     if binding == "pipeline":
-        return (f"{slowest['label']} needs {now_row['slowest_stage_ms']:.0f} ms per batch "
+        return (f"{slowest.label} needs {now_row.slowest_stage_ms:.0f} ms per batch "
                 "at every setting the model tried")
     if binding == "network":
-        return f"the network needs {now_row['network_ms']:.0f} ms per step"
+        return f"the network needs {now_row.network_ms:.0f} ms per step"
     return (f"the pipeline's Python transforms need the training process's GIL "
-            f"{now_row['gil_ms']:.0f} ms per batch and the network's step "
-            f"{advice['network_wall_ms']:.0f} ms: they take turns")
+            f"{now_row.gil_ms:.0f} ms per batch and the network's step "
+            f"{advice.network_wall_ms:.0f} ms: they take turns")
 
 
-def _verified(answer: dict[str, Any], checked: Checked, advice: dict[str, Any],
+def _verified(answer: dict[str, Any], checked: Checked, advice: Advice,
               input_side: bool, fixes: list[str]) -> dict[str, Any]:
     """The answer the verification's rounds give (perfstudy.decide.verification): the chosen
     setting with its measured ratio and interval; no gain (measured); or inconclusive."""
@@ -263,10 +254,10 @@ def _verified(answer: dict[str, Any], checked: Checked, advice: dict[str, Any],
             "verified_step_ms": chosen.measured_ms}
     if checked.outcome == HELPS:
         settings = canonical(chosen.settings)
-        changes = setting_changes(settings, advice["now"])
+        changes = setting_changes(settings, advice.now)
         culprit_key = next((k for k in changes if not k.endswith(MP)),
                            next(iter(changes)).removesuffix(MP))
-        stage = next((s for s in advice["stages"] if s["key"] == culprit_key), None)
+        stage = next((s for s in advice.stages if s.key == culprit_key), None)
         comp = chosen.comparison
         gain, low, high = comp.interval.gain()
         sentence = (f"Set {describe_changes(changes, advice)}: measured {comp.words()} the current "
@@ -275,11 +266,11 @@ def _verified(answer: dict[str, Any], checked: Checked, advice: dict[str, Any],
                     f"{chosen.measured_ms:.0f} against {own.measured_ms:.0f} ms; predicted "
                     f"{chosen.predicted_ms:.0f} ms ({pct(chosen.error, signed=True)}); {how}")
         if stage is not None:
-            sentence += f"; {stage['label']} is the slow operator"
+            sentence += f"; {stage.label} is the slow operator"
         return {**base, "bound": "input", "action": "set_workers", "changes": changes,
                 "settings": settings, "predicted_step_ms": chosen.predicted_ms,
                 "measured_gain": gain, "predicted_gain": own.predicted_ms / chosen.predicted_ms - 1,
-                "culprit_key": culprit_key, "culprit_label": stage["label"] if stage else culprit_key,
+                "culprit_key": culprit_key, "culprit_label": stage.label if stage else culprit_key,
                 "culprit_kind": culprit_kind(stage),
                 "workers": changes.get(culprit_key), "remedies": [], "sentence": sentence + "."}
     readings = "; ".join(f"{m.label}: step {m.comparison.words()}" for m in checked.settings[1:]
@@ -295,7 +286,7 @@ def _verified(answer: dict[str, Any], checked: Checked, advice: dict[str, Any],
                        "verify.budget_share" if needed and needed <= FEW_ROUNDS else
                        "Its estimate sits too close to the 10 % line (or its rounds disagree too "
                        "much) for a few more rounds to settle it; a larger gain would be decided"))
-        return {**base, "action": "inconclusive", "changes": {}, "settings": canonical(advice["now"]),
+        return {**base, "action": "inconclusive", "changes": {}, "settings": canonical(advice.now),
                 "predicted_step_ms": own.predicted_ms, "predicted_gain": 0.0,
                 "measured_gain": 0.0, "workers": None, "remedies": fixes,
                 "sentence": sentence + "."}
@@ -310,7 +301,7 @@ def _verified(answer: dict[str, Any], checked: Checked, advice: dict[str, Any],
     if fixes:
         sentence += "; what would: " + "; ".join(fixes)
     return {**base, "bound": bound, "action": action, "changes": {},
-            "settings": canonical(advice["now"]), "predicted_step_ms": own.predicted_ms,
+            "settings": canonical(advice.now), "predicted_step_ms": own.predicted_ms,
             "predicted_gain": 0.0, "measured_gain": 0.0, "workers": None, "remedies": fixes,
             "sentence": sentence + "."}
 
@@ -323,7 +314,7 @@ def setting_changes(settings: Settings, now: Settings) -> Settings:
     return changes
 
 
-def describe_changes(changes: Settings, advice: dict[str, Any]) -> str:
+def describe_changes(changes: Settings, advice: Advice | None) -> str:
     """The changed keys as a user would type them."""
     words = []
     for key, value in changes.items():
@@ -336,7 +327,7 @@ def describe_changes(changes: Settings, advice: dict[str, Any]) -> str:
     for key, value in changes.items():  # processes switched without a change of workers
         if key.endswith(MP) and key[: -len(MP)] not in changes:
             words.append(f"{processes_key(key[: -len(MP)])}={str(bool(value)).lower()}")
-    return ", ".join(words) or describe_settings(advice["pick"], advice)
+    return ", ".join(words) or (describe_settings(advice.pick, advice) if advice else "no change")
 
 
 def processes_key(key: str) -> str:

@@ -13,11 +13,13 @@ The verdict, culprit, setting and predicted step are decision.decide's (one answ
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pandas as pd
 
 from perfstudy.common.thresholds import HIGHLY_INPUT_BOUND, MODERATELY_INPUT_BOUND, NEAR_CPU_FLOOR, pct
+from perfstudy.decide.advice import Advice
 from perfstudy.decide.advisor import WELL_FILLED, advise, canonical, held_up
 from perfstudy.decide.decision import decide
 from perfstudy.decide.recommendation import Diagnosis, Recommendation
@@ -75,7 +77,7 @@ def find_culprit(ops: pd.DataFrame) -> dict[str, Any] | None:
 
 
 def _cpu_state(summary: RunSummary, host: dict[str, Any], ops: pd.DataFrame | None,
-               advice: dict[str, Any]) -> dict[str, Any]:
+               advice: Advice) -> dict[str, Any]:
     """The CPUs as measured (host busy %, per operator) and as the model sees them. Only the
     model's verdict (`saturated`: the CPU floor binds at the current setting) is used to
     decide; host busy % is shown, never decisive (it read 94 % while one worker bound a step)."""
@@ -87,7 +89,7 @@ def _cpu_state(summary: RunSummary, host: dict[str, Any], ops: pd.DataFrame | No
             "host_busy_pct": host.get("host_busy_pct"), "process_pct": host.get("process_pct"),
             "per_op_pct": per_op, "cpu_floor_ms": summary.cpu_floor_ms,
             "steady_vs_cpu_floor": summary.steady_step_ms / summary.cpu_floor_ms,
-            "saturated": advice["now_binding"] == "cpu",
+            "saturated": advice.now_binding == "cpu",
             "near_cpu_floor": summary.binding_floor == "cpu"
             and summary.steady_vs_floor <= NEAR_CPU_FLOOR}
 
@@ -164,21 +166,21 @@ def diagnose(summary: RunSummary, steps: pd.DataFrame, ops: pd.DataFrame | None 
 INFORMATION_ONLY = "for information only, not a recommendation"
 
 
-def label_advice(advice: dict[str, Any], answer: Recommendation) -> dict[str, Any]:
+def label_advice(advice: Advice, answer: Recommendation) -> Advice:
     """The advisor's block as diagnosis.json keeps it, saying what its pick is: the model behind
     the recommendation (the decision took it), or, when no verdict was issued, a what-if kept
     for information only. recommendation.settings is the one setting named recommended."""
-    if answer.action != "not_steady" and canonical(advice["pick"]) == canonical(answer.settings):
-        return {**advice, "role": "the model behind the recommendation (recommendation.settings "
-                "is its pick" + (", and measurement confirmed it)" if answer.verified else ")"),
-                "pick_is_recommendation": True}
+    if answer.action != "not_steady" and canonical(advice.pick) == canonical(answer.settings):
+        return replace(advice, role="the model behind the recommendation (recommendation.settings "
+                       "is its pick" + (", and measurement confirmed it)" if answer.verified else ")"),
+                       pick_is_recommendation=True)
     if answer.action != "not_steady":  # verified: the measurement chose another setting
-        return {**advice, "role": "the model that proposed the verified settings; the measurement "
-                "chose recommendation.settings, not its pick", "pick_is_recommendation": False,
-                "sentence": f"Proposal, overruled by measurement: {advice['sentence']}"}
-    return {**advice, "role": f"what-if {INFORMATION_ONLY}: no verdict was issued on this window",
-            "pick_is_recommendation": False,
-            "sentence": f"What-if {INFORMATION_ONLY} (no verdict on this window): {advice['sentence']}"}
+        return replace(advice, role="the model that proposed the verified settings; the measurement "
+                       "chose recommendation.settings, not its pick", pick_is_recommendation=False,
+                       sentence=f"Proposal, overruled by measurement: {advice.sentence}")
+    return replace(advice, role=f"what-if {INFORMATION_ONLY}: no verdict was issued on this window",
+                   pick_is_recommendation=False,
+                   sentence=f"What-if {INFORMATION_ONLY} (no verdict on this window): {advice.sentence}")
 
 
 def _culprit_evidence(answer: Recommendation, ops: pd.DataFrame | None,

@@ -4,9 +4,11 @@ resolution (the decode remedy), at every setting the model tried."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from perfstudy.common.thresholds import pct
+from perfstudy.decide.advice import Advice, Prediction, Stage
 from perfstudy.decide.advisor import predict
 from perfstudy.run.settings import BUILTIN_PIPELINE, Settings
 from perfstudy.run.summary import RunSummary
@@ -14,34 +16,34 @@ from perfstudy.run.summary import RunSummary
 DECODE_OPS = ("Decode", "RandomCropDecodeResize", "DecodeVideo")
 
 
-def prepared_prediction(advice: dict[str, Any], summary: RunSummary) -> dict[str, Any] | None:
+def prepared_prediction(advice: Advice, summary: RunSummary) -> dict[str, Any] | None:
     """The step this arm's pipeline is predicted to take on its source prepared at the bounded
     resolution (perfstudy.data.prepare), at every setting the model tried: the decoding stage's
     measured cost scaled by megapixels (decode cost is per pixel), the rest as measured.
     None when nothing decodes or the source is already within the bound."""
     data = summary.dataset
     now_mp, target_mp = data.mean_megapixels, data.bounded_megapixels
-    decoding = [s for s in advice["stages"]
-                if s.get("kind") != "probed" and any(op in DECODE_OPS for op in s["operations"])]
+    decoding = [s for s in advice.stages
+                if s.kind != "probed" and any(op in DECODE_OPS for op in s.operations)]
     if not decoding or not now_mp or not target_mp or target_mp >= now_mp:
         return None
     ratio = target_mp / now_mp
-    scaled = {**advice, "stages": [{**s, "cpu_ms_per_batch": s["cpu_ms_per_batch"] * ratio}
-                                   if s in decoding else s for s in advice["stages"]]}
-    own = predict(advice, advice["now"])["binding"]
+    scaled = replace(advice, stages=[replace(s, cpu_ms_per_batch=s.cpu_ms_per_batch * ratio)
+                                     if s in decoding else s for s in advice.stages])
+    own = predict(advice, advice.now).binding
 
-    def step(row: dict[str, Any]) -> float:
+    def step(row: Prediction) -> float:
         # The level (measured / modelled at the run's own setting) corrects what the model
         # misses in the run's own regime (e.g. a decoding map and the network contending for
         # the cores); a smaller source changes what binds, and there the model stands alone.
-        return row["step_ms"] if row["binding"] == own else row["model_step_ms"]
+        return row.step_ms if row.binding == own else row.model_step_ms
 
-    rows = [predict(scaled, r["settings"]) for r in advice["predictions"]]
+    rows = [predict(scaled, r.settings) for r in advice.predictions]
     return {"megapixels_now": now_mp, "megapixels_prepared": target_mp, "rule": data.bound_rule,
-            "decoding_stage": decoding[0]["label"], "binding_now": own,
-            "now": step(predict(scaled, advice["now"])),
-            "predictions": [{"settings": r["settings"], "step_ms": step(r), "binding": r["binding"],
-                             "levelled": r["binding"] == own} for r in rows]}
+            "decoding_stage": decoding[0].label, "binding_now": own,
+            "now": step(predict(scaled, advice.now)),
+            "predictions": [{"settings": r.settings, "step_ms": step(r), "binding": r.binding,
+                             "levelled": r.binding == own} for r in rows]}
 
 
 def prepared_step_at(prediction: dict[str, Any] | None, settings: Settings) -> float | None:
@@ -52,7 +54,7 @@ def prepared_step_at(prediction: dict[str, Any] | None, settings: Settings) -> f
     return None
 
 
-def _decode_remedy(advice: dict[str, Any], summary: RunSummary, best: dict[str, Any]) -> str:
+def _decode_remedy(advice: Advice, summary: RunSummary, best: Prediction) -> str:
     data = summary.dataset
     count = data.num_images or 0
     size = (f"the source JPEGs average {data.total_bytes / count / 1e3:,.0f} KB"
@@ -65,7 +67,7 @@ def _decode_remedy(advice: dict[str, Any], summary: RunSummary, best: dict[str, 
         text += (f"; the decode cost scales with megapixels, so the source prepared at a bounded "
                  f"resolution ({prepared['megapixels_prepared']:.3f} MP: {prepared['rule']}) is "
                  f"predicted to give {prepared['now']:.0f} ms per step at the current setting and "
-                 f"{smaller['step_ms']:.0f} ms at the best, against {best['step_ms']:.0f} ms at the "
+                 f"{smaller['step_ms']:.0f} ms at the best, against {best.step_ms:.0f} ms at the "
                  f"best setting now ({_prepare_how(summary)})")
     return text
 
@@ -81,18 +83,18 @@ def _prepare_how(summary: RunSummary) -> str:
             "pipeline only)")
 
 
-def remedies(kind: str | None, advice: dict[str, Any], stage: dict[str, Any] | None,
-             summary: RunSummary, best: dict[str, Any]) -> list[str]:
+def remedies(kind: str | None, advice: Advice, stage: Stage | None,
+             summary: RunSummary, best: Prediction) -> list[str]:
     """What would help, by the kind of the culprit; only numbers that bear on it."""
-    cores = advice["cores"]
+    cores = advice.cores
     if kind == "decode":
         return [_decode_remedy(advice, summary, best),
-                f"or decode on the accelerator, or more cores (CPU floor {best['cpu_floor_ms']:.0f} ms "
+                f"or decode on the accelerator, or more cores (CPU floor {best.cpu_floor_ms:.0f} ms "
                 f"on {cores} CPUs)"]
     if kind == "python":
-        points = stage["points"]
-        threads = {p["workers"]: p["wall_ms_per_batch"] for p in points if not p["multiprocessing"]}
-        procs = {p["workers"]: p["wall_ms_per_batch"] for p in points if p["multiprocessing"]}
+        points = stage.points
+        threads = {p.workers: p.wall_ms_per_batch for p in points if not p.multiprocessing}
+        procs = {p.workers: p.wall_ms_per_batch for p in points if p.multiprocessing}
         top = max(threads)
         measured = (f"alone it took {threads[1]:.0f} ms per batch with 1 thread worker and "
                     f"{threads[top]:.0f} ms with {top}")
@@ -103,23 +105,23 @@ def remedies(kind: str | None, advice: dict[str, Any], stage: dict[str, Any] | N
                  f"thread workers overlap it ({threads[1] / threads[top]:.1f}x at {top})")
         if procs and max(procs) > 1:
             scale += f", worker processes give {procs[1] / procs[max(procs)]:.1f}x at {max(procs)}"
-        return [f"{stage['label']} runs Python ({measured}): {scale}",
+        return [f"{stage.label} runs Python ({measured}): {scale}",
                 "vectorise it (NumPy on whole batches) or write it as a C++ op (mindspore.dataset.vision)"]
     if kind == "waits":
-        return [f"{stage['label']} waits rather than computes ({pct(stage['busy_per_worker'])} of "
+        return [f"{stage.label} waits rather than computes ({pct(stage.busy_per_worker)} of "
                 "a core per worker): more workers overlap the waits, but MindSpore caps "
                 f"num_parallel_workers at the {cores} CPUs; beyond that, fetch asynchronously or cache"]
     if kind == "computes":
-        return [f"{stage['label']} computes in C++: a cheaper or fewer transforms, or more cores "
-                f"(CPU floor {best['cpu_floor_ms']:.0f} ms on {cores} CPUs)"]
-    if best["binding"] == "cpu":
+        return [f"{stage.label} computes in C++: a cheaper or fewer transforms, or more cores "
+                f"(CPU floor {best.cpu_floor_ms:.0f} ms on {cores} CPUs)"]
+    if best.binding == "cpu":
         prepared = prepared_prediction(advice, summary)
         # the CPUs are full and decoding fills them: a smaller source lowers the floor itself
         decode = ([_decode_remedy(advice, summary, best)] if prepared and min(
-            r["step_ms"] for r in prepared["predictions"]) < 0.95 * best["step_ms"] else [])
+            r["step_ms"] for r in prepared["predictions"]) < 0.95 * best.step_ms else [])
         return decode + [f"nothing {'else ' if decode else ''}in the pipeline's settings: the CPUs are full (pipeline "
-                f"{best['pipeline_cpu_ms']:.0f} + network {advice['network_cpu_ms']:.0f} CPU-ms per "
-                f"step on {cores} CPUs = {best['cpu_floor_ms']:.0f} ms); cheaper transforms, an "
+                f"{best.pipeline_cpu_ms:.0f} + network {advice.network_cpu_ms:.0f} CPU-ms per "
+                f"step on {cores} CPUs = {best.cpu_floor_ms:.0f} ms); cheaper transforms, an "
                 "accelerator for the network, or more cores"]
-    return [f"nothing in the pipeline: the network's compute ({advice['network_wall_ms']:.0f} ms "
+    return [f"nothing in the pipeline: the network's compute ({advice.network_wall_ms:.0f} ms "
             "per step alone) sets the pace; a smaller input or model, an accelerator, or more cores"]

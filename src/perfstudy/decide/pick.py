@@ -53,7 +53,7 @@ def pick_check(arms: list) -> dict[str, Any] | None:
     if answer.action == "not_steady":
         return {**result, "no_verdict": answer.sentence,
                 "recommended_workers": None}
-    chosen = answer.settings or source.diagnosis.advisor["pick"]
+    chosen = answer.settings or source.diagnosis.advisor.pick
     count = int(chosen.get(PRIMARY_KEY, arm_workers(source)))
     result["recommended_workers"] = count
     picked = [a for a in fixed if arm_workers(a) == count]

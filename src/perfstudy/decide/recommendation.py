@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from perfstudy.common.records import doc, read_record, write_record
+from perfstudy.decide.advice import Advice
 from perfstudy.decide.verification import Checked
 from perfstudy.run.settings import Settings
 
@@ -91,7 +92,7 @@ class Diagnosis:
     cross_check: dict[str, Any] = doc("op timeline against the host timers")
     profiled: bool = doc("a dataset profile was read")
     profiler_effect: dict[str, Any] | None = doc("profiled steps against the unprofiled ones")
-    advisor: dict[str, Any] = doc("the what-if model: stages, predictions, pick, role")
+    advisor: Advice | None = doc("the what-if model: stages, predictions, pick, role")
     window: dict[str, Any] | None = doc("the profiled window (time.time() clock)", default=None)
     sampling_interval_ms: int | None = doc("MindData's sampling interval", default=None)
     peers: dict[str, Any] | None = doc("the peer tools' readings of this run "

@@ -155,14 +155,14 @@ def _score(diagnosed, sweep: Sweep, answer: Recommendation, advice, arms
     pick, own_place = _placed_at(sweep, placed, picked), _placed_at(sweep, placed, own)
     pick_ms = pick.step.median if pick and pick.step else None
     points = [PredictionPoint(spec["name"], f"{key}={point.label}", pl.step,
-                              predict(advice, point.settings)["step_ms"]) for point, pl in steady]
+                              predict(advice, point.settings).step_ms) for point, pl in steady]
     if action != "cannot_help":
         wrong_no_help = False
     else:
         wrong_no_help = None if own_place is None or not own_place.near.decided \
             else own_place.near is Near.FAILS
     promised = _promise(answer)
-    model_at_pick = predict(advice, rec)["step_ms"] if rec else None
+    model_at_pick = predict(advice, rec).step_ms if rec else None
     found = ScenarioScore(
         scenario=spec["name"], held_out=bool(spec.get("held_out")), swept=key,
         rounds=len(sweep.rounds.orders), stopped=sweep.rounds.stopped,

@@ -23,10 +23,10 @@ of the operator).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from perfstudy.common.records import doc
 from perfstudy.common.thresholds import GAIN_THAT_MATTERS, pct
+from perfstudy.decide.advice import Advice
 from perfstudy.decide.advisor import canonical, cost, describe_settings, predict
 from perfstudy.measure.intervals import LEVEL
 from perfstudy.measure.rounds import Comparison, compare_all
@@ -88,42 +88,42 @@ class Checked:
         return min(open_, key=lambda m: m.comparison.ratio) if open_ else None
 
 
-def _same(a: dict[str, Any], b: dict[str, Any]) -> bool:
+def _same(a: Settings, b: Settings) -> bool:
     return canonical(a) == canonical(b)
 
 
-def _culprit_modes(advice: dict[str, Any], now: Settings) -> list[dict[str, Any]]:
+def _culprit_modes(advice: Advice, now: Settings) -> list[Settings]:
     """The slow operator (the model's slowest at the run's setting) in each mode it can run in,
     the rest as now: where the model errs most (threads against processes of a Python map).
     Per mode its fastest predicted worker count; where the model sees no difference between
     counts, the most workers (the mode's strongest test)."""
-    stage = next((s for s in advice["stages"] if s["label"] == advice.get("now_slowest_stage")), None)
+    stage = advice.stage(advice.now_slowest_stage)
     if stage is None:
         return []
-    key = stage["key"]
+    key = stage.key
     modes: dict[bool, tuple] = {}
-    for row in advice["predictions"]:
-        settings = canonical(row["settings"])
+    for row in advice.predictions:
+        settings = canonical(row.settings)
         others = {k: v for k, v in settings.items() if k != key and k != key + MP}
         rest = {k: v for k, v in now.items() if k != key and k != key + MP}
         if others != rest or _same(settings, now):
             continue
         mode = bool(settings.get(key + MP))
-        rank = (row["step_ms"], -settings.get(key, 1))
+        rank = (row.step_ms, -settings.get(key, 1))
         if mode not in modes or rank < modes[mode][0]:
             modes[mode] = (rank, settings)
     return [settings for _, settings in sorted(modes.values(), key=lambda m: m[0])]
 
 
-def plan(advice: dict[str, Any], k: int) -> list[Planned]:
+def plan(advice: Advice, k: int) -> list[Planned]:
     """The windows to measure: the run's own setting first, then up to k candidates: the
     model's pick, the slow operator in each mode (threads, processes), the fastest others."""
-    now = canonical(advice["now"])
-    rows = sorted(advice["predictions"], key=lambda r: r["step_ms"])
-    chosen: list[dict[str, Any]] = []
-    pick = canonical(advice["pick"])
+    now = canonical(advice.now)
+    rows = sorted(advice.predictions, key=lambda r: r.step_ms)
+    chosen: list[Settings] = []
+    pick = canonical(advice.pick)
     ordered = ([pick] if not _same(pick, now) else []) + _culprit_modes(advice, now) \
-        + [canonical(r["settings"]) for r in rows]
+        + [canonical(r.settings) for r in rows]
     for settings in ordered:
         if len(chosen) >= k:
             break
@@ -133,7 +133,7 @@ def plan(advice: dict[str, Any], k: int) -> list[Planned]:
     for rank, settings in enumerate([now, *chosen]):
         row = predict(advice, settings)
         out.append(Planned("current" if rank == 0 else "candidate", rank, settings,
-                           describe_settings(settings, advice), row["step_ms"], row["binding"],
+                           describe_settings(settings, advice), row.step_ms, row.binding,
                            _same(settings, pick)))
     return out
 
@@ -212,30 +212,29 @@ def cost_sentence(verification: Verification | None) -> str | None:
             f"stopped: {STOPPED_WORDS.get(rounds.stopped, rounds.stopped)}.")
 
 
-def operator_kind(advice: dict[str, Any], settings: Settings) -> str:
+def operator_kind(advice: Advice, settings: Settings) -> str:
     """The kind of the operator a verified setting is about (the one it changes; the run's
     own setting: the slowest at it), as the model's measurements classify it:
     C++ map | waiting | Python computing | Python releasing the GIL | Python mixed, each
     'per-batch' when the map follows batch(), and 'threads' or 'processes' as set."""
-    now = canonical(advice["now"])
-    changed = [s for s in advice["stages"]
-               if settings.get(s["key"]) != now.get(s["key"])
-               or bool(settings.get(s["key"] + MP)) != bool(now.get(s["key"] + MP))]
-    stage = changed[0] if changed else next(
-        (s for s in advice["stages"] if s["label"] == advice.get("now_slowest_stage")), advice["stages"][0])
-    busy = stage.get("busy_per_worker", 1.0)
-    if stage["kind"] != "probed":
-        kind = "waiting" if stage["kind"] == "waits" else "C++ map"
+    now = canonical(advice.now)
+    changed = [s for s in advice.stages
+               if settings.get(s.key) != now.get(s.key)
+               or bool(settings.get(s.key + MP)) != bool(now.get(s.key + MP))]
+    stage = changed[0] if changed else advice.stage(advice.now_slowest_stage) or advice.stages[0]
+    busy = stage.busy_per_worker
+    if stage.kind != "probed":
+        kind = "waiting" if stage.kind == "waits" else "C++ map"
     elif busy < 0.3:
         kind = "Python waiting"
     elif busy < 0.7:
         kind = "Python mixed"
     else:
-        threads = {p["workers"]: p["wall_ms_per_batch"] for p in stage["points"] if not p["multiprocessing"]}
+        threads = {p.workers: p.wall_ms_per_batch for p in stage.points if not p.multiprocessing}
         scales = len(threads) > 1 and threads[min(threads)] / threads[max(threads)] >= 1.3
         kind = "Python releasing the GIL" if scales else "Python computing"
-    if stage["key"] == "pipeline.batch_transform_workers":
+    if stage.key == "pipeline.batch_transform_workers":
         kind += ", per-batch"
-    if stage["kind"] == "probed":
-        kind += ", processes" if settings.get(stage["key"] + MP) else ", threads"
+    if stage.kind == "probed":
+        kind += ", processes" if settings.get(stage.key + MP) else ", threads"
     return kind

@@ -220,12 +220,12 @@ def diagnosis_metrics(diagnosis: Diagnosis, ops: pd.DataFrame | None,
                 if v is not None]
     advice = diagnosis.advisor
     if advice:  # the what-if curve as a history: step = worker count (MLflow plots it)
-        metrics += [Metric("advisor/predicted_step_ms", float(row["step_ms"]), stamp_ms,
-                           int(row["workers"])) for row in advice["curve"]]
-        metrics += [Metric("advisor/predicted_best_ms", float(advice["predicted_best_ms"]), stamp_ms, 0),
-                    Metric("advisor/own_setting_error", float(advice["now_error"]), stamp_ms, 0)]
-        if advice["pick_is_recommendation"]:  # no second setting beside the recommended one
-            metrics.append(Metric("advisor/pick_workers", float(advice["pick_workers"]), stamp_ms, 0))
+        metrics += [Metric("advisor/predicted_step_ms", float(row.step_ms), stamp_ms,
+                           int(row.workers)) for row in advice.curve]
+        metrics += [Metric("advisor/predicted_best_ms", float(advice.predicted_best_ms), stamp_ms, 0),
+                    Metric("advisor/own_setting_error", float(advice.now_error), stamp_ms, 0)]
+        if advice.pick_is_recommendation:  # no second setting beside the recommended one
+            metrics.append(Metric("advisor/pick_workers", float(advice.pick_workers), stamp_ms, 0))
     metrics += verification_metrics(diagnosis.recommendation, stamp_ms)
     return metrics
 
@@ -268,9 +268,9 @@ def diagnosis_tags(diagnosis: Diagnosis) -> dict[str, str]:
         f"{TAG}headline": diagnosis.headline,
         f"{TAG}timeline_agrees": str(diagnosis.cross_check.get("agrees")),
         f"{TAG}verified": str(bool(diagnosis.recommendation.verified)),
-        **({f"{TAG}advisor": diagnosis.advisor["sentence"]} if diagnosis.advisor else {}),
-        **({f"{TAG}advisor_pick_workers": str(diagnosis.advisor["pick_workers"])}
-           if diagnosis.advisor and diagnosis.advisor["pick_is_recommendation"] else {}),
+        **({f"{TAG}advisor": diagnosis.advisor.sentence} if diagnosis.advisor else {}),
+        **({f"{TAG}advisor_pick_workers": str(diagnosis.advisor.pick_workers)}
+           if diagnosis.advisor and diagnosis.advisor.pick_is_recommendation else {}),
         **peer_tags(diagnosis.peers or {}),
     }
 

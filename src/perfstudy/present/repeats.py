@@ -105,7 +105,7 @@ def report_table(frame: pd.DataFrame) -> pd.DataFrame:
 def describe(changes: dict, diagnosis: dict) -> str:
     from perfstudy.decide.decision import describe_changes
 
-    return "set " + describe_changes(changes, diagnosis.advisor or {})
+    return "set " + describe_changes(changes, diagnosis.advisor)
 
 
 def _answer(diagnosis: dict) -> str:

@@ -18,14 +18,15 @@ import pandas as pd  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 from perfstudy.common.thresholds import GAIN_THAT_MATTERS, pct
+from perfstudy.decide.advice import Advice  # noqa: E402
 from perfstudy.decide.advisor import predict  # noqa: E402
 from perfstudy.decide.pick import arm_workers, fixed_arms, pick_check, settings, source_arm  # noqa: E402
 from perfstudy.present.figstyle import legend_below  # noqa: E402
 from perfstudy.run.settings import PRIMARY_KEY  # noqa: E402
 
 
-def _counts(advice: dict[str, Any]) -> list[int]:
-    return list(range(1, int(advice["cores"]) + 1))
+def _counts(advice: Advice) -> list[int]:
+    return list(range(1, int(advice.cores) + 1))
 
 
 def whatif_table(arms: list) -> pd.DataFrame:
@@ -40,16 +41,16 @@ def whatif_table(arms: list) -> pd.DataFrame:
         measured = arm.summary.steady_step_ms
         rows.append({"arm": arm.name, "map workers": arm_workers(arm),
                      "measured step (ms)": round(measured),
-                     "predicted step (ms)": round(predicted["step_ms"]),
-                     "error": f"{pct((predicted['step_ms'] - measured) / measured, 1, signed=True)}",
-                     "predicted pace": predicted["binding"]})
+                     "predicted step (ms)": round(predicted.step_ms),
+                     "error": f"{pct((predicted.step_ms - measured) / measured, 1, signed=True)}",
+                     "predicted pace": predicted.binding})
     ran = {arm_workers(a) for a in fixed_arms(arms, source)}
     for workers in _counts(advice):
         if workers not in ran:
             row = predict(advice, {PRIMARY_KEY: workers})
             rows.append({"arm": "(not run)", "map workers": workers, "measured step (ms)": "",
-                         "predicted step (ms)": round(row["step_ms"]), "error": "",
-                         "predicted pace": row["binding"]})
+                         "predicted step (ms)": round(row.step_ms), "error": "",
+                         "predicted pace": row.binding})
     return pd.DataFrame(rows)
 
 
@@ -57,7 +58,7 @@ def advisor_lines(arms: list) -> list[str]:
     """Each arm's advisor sentence, then the pick checked against what was measured."""
     advised = [a for a in arms if (a.diagnosis.advisor if a.diagnosis else None)]
     profiled = [a for a in advised if a.diagnosis.profiled]
-    lines = [f"{a.name}: {a.diagnosis.advisor['sentence']}" for a in (profiled or advised)]
+    lines = [f"{a.name}: {a.diagnosis.advisor.sentence}" for a in (profiled or advised)]
     check = pick_check(arms)
     if check is None:
         return lines
@@ -111,7 +112,7 @@ def figure_scaling(arms: list, path: Path) -> Path | None:
     advice = source.diagnosis.advisor
     counts = sorted({*(arm_workers(a) for a in fixed), *_counts(advice)})
     fig, ax = plt.subplots(figsize=(6.4, 4.2), layout="constrained")
-    ax.plot(counts, [predict(advice, {PRIMARY_KEY: w})["step_ms"] for w in counts], "--", color="#7f7f7f",
+    ax.plot(counts, [predict(advice, {PRIMARY_KEY: w}).step_ms for w in counts], "--", color="#7f7f7f",
             label=f"predicted from {source.name}")
     points = sorted(fixed, key=arm_workers)
     ax.plot([arm_workers(a) for a in points], [a.summary.steady_step_ms for a in points], "o",

@@ -9,6 +9,7 @@ from records import make_summary, render_report
 from perfstudy.common.io import read_json
 from perfstudy.decide import advisor, fixes
 from perfstudy.decide.arm import load_arm
+from perfstudy.decide.recommendation import read_diagnosis
 from perfstudy.run import settings
 from perfstudy.run.summary import read_summary
 
@@ -38,19 +39,19 @@ def _ops(map_cpu_pct, per_worker_pct, workers=1, leaf_pct=1.0, map_queue=0.0, le
 
 
 def _by_workers(advice):
-    return {row["settings"][settings.PRIMARY_KEY]: row for row in advice["predictions"]}
+    return {row.settings[settings.PRIMARY_KEY]: row for row in advice.predictions}
 
 
 def test_a_computing_map_scales_until_the_cores_are_full():
     # map: 95 % of a core over a 3200 ms step = 3040 CPU-ms per batch; 8 cores
     advice = advisor.advise(make_summary(_summary(cores=8)), _ops(95.0, 95.0))
-    steps = {w: row["step_ms"] for w, row in _by_workers(advice).items()}
+    steps = {w: row.step_ms for w, row in _by_workers(advice).items()}
     assert steps[1] == pytest.approx(3040.0)
     assert steps[2] == pytest.approx(1520.0)
     assert steps[4] == pytest.approx(760.0)
     # the network alone takes 500 ms: beyond 3040/500 ~ 6.1 workers nothing is gained
     assert steps[8] == pytest.approx(500.0)
-    assert advice["pick_workers"] == 6  # 3040/6 = 507 ms: within 5 % of the best, 500
+    assert advice.pick_workers == 6  # 3040/6 = 507 ms: within 5 % of the best, 500
     assert max(steps) == 8  # MindSpore refuses more workers than CPUs
 
 
@@ -58,34 +59,34 @@ def test_on_few_cores_the_cpu_floor_binds_and_the_pick_is_the_smallest_near_best
     advice = advisor.advise(make_summary(_summary(cores=2)), _ops(95.0, 95.0))
     rows = _by_workers(advice)
     floor = (3040.0 + 30.4 + 900.0) / 2  # map + other ops (1 % of 3040) + network CPU-ms, 2 cores
-    assert rows[2]["step_ms"] == pytest.approx(floor)
-    assert rows[2]["binding"] == "cpu"
-    assert advice["pick_workers"] == 2
-    assert "the CPUs set the pace" in advice["sentence"]
+    assert rows[2].step_ms == pytest.approx(floor)
+    assert rows[2].binding == "cpu"
+    assert advice.pick_workers == 2
+    assert "the CPUs set the pace" in advice.sentence
 
 
 def test_a_waiting_map_scales_with_workers_up_to_the_cpus():
     # 10 % of a core per worker, and the queues say it holds the chain up: it sleeps or reads
     advice = advisor.advise(make_summary(_summary(cores=2, pipe_wall=3200.0, steady=3200.0)), _ops(10.0, 10.0))
-    assert advice["stages"][0]["kind"] == "waits"
+    assert advice.stages[0].kind == "waits"
     rows = _by_workers(advice)
-    assert rows[1]["step_ms"] == pytest.approx(3200.0)
-    assert rows[2]["step_ms"] == pytest.approx(1600.0)
-    assert advice["pick_workers"] == 2 and max(rows) == 2
+    assert rows[1].step_ms == pytest.approx(3200.0)
+    assert rows[2].step_ms == pytest.approx(1600.0)
+    assert advice.pick_workers == 2 and max(rows) == 2
 
 
 def test_an_idle_map_is_not_mistaken_for_a_waiting_one():
     # little CPU, but its output queue is full: it is blocked downstream, not waiting on I/O
     advice = advisor.advise(make_summary(_summary(cores=2)), _ops(10.0, 10.0, map_queue=1.0, leaf_queue=1.0))
-    assert advice["stages"][0]["kind"] == "computes"
-    assert advice["pick"] == advice["now"]  # no worker count is predicted to help
+    assert advice.stages[0].kind == "computes"
+    assert advice.pick == advice.now  # no worker count is predicted to help
 
 
 def test_without_a_profile_the_calibration_stands_in():
     advice = advisor.advise(make_summary(_summary(cores=4, pipe_cpu=2800.0, pipe_wall=2900.0)), None)
-    assert advice["source"].startswith("calibration")
-    assert advice["stages"][0]["cpu_ms_per_batch"] == 2800.0
-    assert "from the calibration" in advice["sentence"]
+    assert advice.source.startswith("calibration")
+    assert advice.stages[0].cpu_ms_per_batch == 2800.0
+    assert "from the calibration" in advice.sentence
 
 
 def test_a_python_map_is_read_off_its_probe():
@@ -97,16 +98,16 @@ def test_a_python_map_is_read_off_its_probe():
         {"workers": 2, "multiprocessing": True, "wall_ms_per_batch": 204.0, "cpu_ms_per_batch": 400.0}]}]
     ops = _ops(95.0, 95.0).assign(config_key=[None, "pipeline.extra_transform_workers", None])
     advice = advisor.advise(make_summary(summary), ops)
-    assert advice["stages"][0]["kind"] == "probed"
+    assert advice.stages[0].kind == "probed"
     # it computes in Python, so it takes turns with the network's step on the GIL: in thread
     # workers one worker's 404 ms + 180 ms however many; in 2 worker processes 204 ms + 180 ms
-    assert advice["stages"][0]["holds_gil"] and advice["level"] == pytest.approx(1.0)
+    assert advice.stages[0].holds_gil and advice.level == pytest.approx(1.0)
     threads = advisor.predict(advice, {"pipeline.extra_transform_workers": 2})
-    assert threads["step_ms"] == pytest.approx(404.0 + 180.0) and threads["binding"] == "gil"
-    pick = advice["pick"]
+    assert threads.step_ms == pytest.approx(404.0 + 180.0) and threads.binding == "gil"
+    pick = advice.pick
     assert pick["pipeline.extra_transform_workers"] == 2
     assert pick["pipeline.extra_transform_workers" + settings.MP] is True
-    assert advice["predicted_pick_ms"] == pytest.approx(204.0 + 180.0)
+    assert advice.predicted_pick_ms == pytest.approx(204.0 + 180.0)
 
 
 def _mixed_map_summary(gil_ms: float | None, steady: float) -> tuple[dict, pd.DataFrame]:
@@ -129,28 +130,28 @@ def _mixed_map_summary(gil_ms: float | None, steady: float) -> tuple[dict, pd.Da
 def test_a_mixed_maps_measured_gil_share_lets_its_thread_workers_scale():
     summary, ops = _mixed_map_summary(gil_ms=100.0, steady=2400.0)
     advice = advisor.advise(make_summary(summary), ops)
-    stage = advice["stages"][0]
-    assert stage["gil_measured"] and stage["gil_share"] == pytest.approx(100.0 / 3600.0)
+    stage = advice.stages[0]
+    assert stage.gil_measured and stage.gil_share == pytest.approx(100.0 / 3600.0)
     one = advisor.predict(advice, {"pipeline.workers.map_2": 1})
     two = advisor.predict(advice, {"pipeline.workers.map_2": 2})
-    assert one["gil_ms"] == pytest.approx(100.0) and two["gil_ms"] == pytest.approx(100.0)
-    assert one["step_ms"] == pytest.approx(3600.0) and two["step_ms"] == pytest.approx(2400.0)
+    assert one.gil_ms == pytest.approx(100.0) and two.gil_ms == pytest.approx(100.0)
+    assert one.step_ms == pytest.approx(3600.0) and two.step_ms == pytest.approx(2400.0)
     # without the GIL point the same probe counts as all GIL: 1 and 2 threads alike (the old
     # reading, which missed mindcv's sweep by up to 38 %)
     flagged = advisor.advise(*_typed(*_mixed_map_summary(gil_ms=None, steady=2400.0)))
-    assert not flagged["stages"][0]["gil_measured"] and flagged["stages"][0]["gil_share"] == 1.0
-    assert advisor.predict(flagged, {"pipeline.workers.map_2": 2})["binding"] == "gil"
+    assert not flagged.stages[0].gil_measured and flagged.stages[0].gil_share == 1.0
+    assert advisor.predict(flagged, {"pipeline.workers.map_2": 2}).binding == "gil"
 
 
 def test_the_gil_pairs_run_alone_is_a_second_sample_of_the_one_thread_point():
     summary, ops = _mixed_map_summary(gil_ms=100.0, steady=3800.0)
     summary["calibration"]["operators"][0]["gil"]["wall_ms_per_batch_alone"] = 4000.0
     advice = advisor.advise(make_summary(summary), ops)
-    assert advice["stages"][0]["gil_share"] == pytest.approx(100.0 / 4000.0)
+    assert advice.stages[0].gil_share == pytest.approx(100.0 / 4000.0)
     one = advisor.predict(advice, {"pipeline.workers.map_2": 1})
-    assert one["slowest_stage_ms"] == pytest.approx(3800.0)  # (3600 + 4000) / 2
+    assert one.slowest_stage_ms == pytest.approx(3800.0)  # (3600 + 4000) / 2
     two = advisor.predict(advice, {"pipeline.workers.map_2": 2})
-    assert two["slowest_stage_ms"] == pytest.approx(2400.0)  # other points as measured
+    assert two.slowest_stage_ms == pytest.approx(2400.0)  # other points as measured
 
 
 def test_a_step_below_its_probed_stage_does_not_scale_the_model_down():
@@ -158,33 +159,33 @@ def test_a_step_below_its_probed_stage_does_not_scale_the_model_down():
     # cannot make it faster, so the model keeps the probe's level (2 threads: its 2400 ms)
     summary, ops = _mixed_map_summary(gil_ms=100.0, steady=3100.0)
     advice = advisor.advise(make_summary(summary), ops)
-    assert advice["now"]["pipeline.workers.map_2"] == 1 and advice["level"] == pytest.approx(1.0)
-    assert advisor.predict(advice, {"pipeline.workers.map_2": 2})["step_ms"] == pytest.approx(2400.0)
+    assert advice.now["pipeline.workers.map_2"] == 1 and advice.level == pytest.approx(1.0)
+    assert advisor.predict(advice, {"pipeline.workers.map_2": 2}).step_ms == pytest.approx(2400.0)
     slower, ops = _mixed_map_summary(gil_ms=100.0, steady=4320.0)  # a slower step still levels
-    assert advisor.advise(make_summary(slower), ops)["level"] == pytest.approx(1.2)
+    assert advisor.advise(make_summary(slower), ops).level == pytest.approx(1.2)
 
 
 def test_the_model_is_levelled_on_the_runs_own_step():
     advice = advisor.advise(make_summary(_summary(cores=8, steady=3344.0)), _ops(95.0, 95.0))
-    assert advice["level"] == pytest.approx(1.1)  # measured 3344 / modelled 3040
-    assert advice["predicted_now_ms"] == pytest.approx(3344.0)
-    assert _by_workers(advice)[2]["step_ms"] == pytest.approx(1.1 * 1520.0)
-    assert advice["pick_workers"] == 6  # the shape, and so the pick, is the model's
+    assert advice.level == pytest.approx(1.1)  # measured 3344 / modelled 3040
+    assert advice.predicted_now_ms == pytest.approx(3344.0)
+    assert _by_workers(advice)[2].step_ms == pytest.approx(1.1 * 1520.0)
+    assert advice.pick_workers == 6  # the shape, and so the pick, is the model's
 
 
 def test_the_real_baseline_predicts_the_tuned_arm_within_fifteen_percent(analysed):
-    advice = read_json(analysed / "baseline" / "diagnosis.json")["advisor"]
+    advice = read_diagnosis(analysed / "baseline").advisor
     tuned = read_summary(analysed / "tuned")
-    assert advice["source"] == "profile"
-    assert advice["stages"][0]["label"].startswith("Map #2 [RandomCropDecodeResize")
-    assert advice["pick_workers"] == 2
-    predicted = advisor.predict(advice, {settings.PRIMARY_KEY: 2})["step_ms"]
+    assert advice.source == "profile"
+    assert advice.stages[0].label.startswith("Map #2 [RandomCropDecodeResize")
+    assert advice.pick_workers == 2
+    predicted = advisor.predict(advice, {settings.PRIMARY_KEY: 2}).step_ms
     assert abs(predicted / tuned.steady_step_ms - 1) < 0.15  # measured: -5.2 % (2835 vs 2991 ms)
-    assert abs(advice["now_error"]) < 0.01  # levelled on its own step
+    assert abs(advice.now_error) < 0.01  # levelled on its own step
     # both runs' profiles give the same per-batch CPU of the map, within 5 %
-    other = read_json(analysed / "tuned" / "diagnosis.json")["advisor"]
-    assert other["stages"][0]["cpu_ms_per_batch"] == pytest.approx(
-        advice["stages"][0]["cpu_ms_per_batch"], rel=0.05)
+    other = read_diagnosis(analysed / "tuned").advisor
+    assert other.stages[0].cpu_ms_per_batch == pytest.approx(
+        advice.stages[0].cpu_ms_per_batch, rel=0.05)
 
 
 def test_the_report_sets_predictions_against_the_arms(analysed, tmp_path):
@@ -232,11 +233,11 @@ def test_without_a_profile_a_probed_python_map_is_still_its_own_stage():
             {"workers": 1, "multiprocessing": True, "wall_ms_per_batch": 2600.0, "cpu_ms_per_batch": 2600.0},
             {"workers": 2, "multiprocessing": True, "wall_ms_per_batch": 1352.0, "cpu_ms_per_batch": 2700.0}]}]
     advice = advisor.advise(make_summary(summary), None)
-    assert [s["label"] for s in advice["stages"]] == [
+    assert [s.label for s in advice.stages] == [
         "PythonBurn (pipeline.extra_transform_workers)", "the rest of the pipeline"]
-    assert advice["pick"]["pipeline.extra_transform_workers"] == 2
-    assert advice["pick"]["pipeline.extra_transform_workers" + settings.MP] is True
-    assert advice["pick"][settings.PRIMARY_KEY] == 1  # the article's map is not the culprit
+    assert advice.pick["pipeline.extra_transform_workers"] == 2
+    assert advice.pick["pipeline.extra_transform_workers" + settings.MP] is True
+    assert advice.pick[settings.PRIMARY_KEY] == 1  # the article's map is not the culprit
 
 
 def test_without_a_profile_an_addressed_maps_operations_come_from_its_probe():
@@ -252,9 +253,9 @@ def test_without_a_profile_an_addressed_maps_operations_come_from_its_probe():
         "workers_now": 2, "multiprocessing_now": False, "points": [
             {"workers": 1, "multiprocessing": False, "wall_ms_per_batch": 2400.0, "cpu_ms_per_batch": 2400.0},
             {"workers": 2, "multiprocessing": False, "wall_ms_per_batch": 1300.0, "cpu_ms_per_batch": 2500.0}]}]
-    stage = advisor.advise(make_summary(summary), None)["stages"][0]
-    assert stage["label"].startswith("map_2 [RandomCropDecodeResize")
-    assert stage["operations"] == ["RandomCropDecodeResize", "RandomHorizontalFlip", "RandAugment", "HWC2CHW"]
+    stage = advisor.advise(make_summary(summary), None).stages[0]
+    assert stage.label.startswith("map_2 [RandomCropDecodeResize")
+    assert stage.operations == ["RandomCropDecodeResize", "RandomHorizontalFlip", "RandAugment", "HWC2CHW"]
     assert decision.culprit_kind(stage) == "decode"
 
 

@@ -86,8 +86,8 @@ def test_input_bound_baseline_gets_the_map_and_a_worker_count():
     assert rec.action == "set_workers" and rec.workers == 2  # MindSpore caps at 2 CPUs
     assert rec.sentence.startswith("Set pipeline.num_parallel_workers=2: predicted")
     assert rec.predicted_step_ms < rec.predicted_now_ms
-    assert result.advisor["pick"] == rec.settings  # one answer
-    assert result.advisor["pick_is_recommendation"] is True
+    assert result.advisor.pick == rec.settings  # one answer
+    assert result.advisor.pick_is_recommendation is True
 
 
 def test_enough_cores_gives_the_smallest_count_near_the_best():
@@ -145,7 +145,7 @@ def test_cpu_bound_by_the_network_names_no_operator(map_cpu_pct):
     s = summary(gap_share=0.01, steady=2500, cpu_floor=2450, binding="cpu", workers=2,
                 pipeline_wall=300, compute=2300)
     result = diagnosis.diagnose(s, steps(2450), ops, {"host_busy_pct": 97.0})
-    assert result.bound == "cpu" and result.advisor["now_binding"] == "cpu"
+    assert result.bound == "cpu" and result.advisor.now_binding == "cpu"
     assert result.culprit is None and result.recommendation.culprit_swing is None
     assert "moves" not in result.headline
 
@@ -208,11 +208,11 @@ def test_without_a_verdict_nothing_names_a_second_setting():
     s = summary(gap_share=0.05, steady=2000, pipeline_wall=3900, compute=1300)
     result = diagnosis.diagnose(s, steps(1300), None)
     rec, advice = result.recommendation, result.advisor
-    assert rec.action == "not_steady" and rec.settings == advice["now"]
-    assert advice["pick"] != rec.settings  # the model's what-if differs ...
-    assert advice["pick_is_recommendation"] is False  # ... and says it is no recommendation
-    assert advice["sentence"].startswith("What-if for information only, not a recommendation")
-    assert "for information only" in advice["role"]
+    assert rec.action == "not_steady" and rec.settings == advice.now
+    assert advice.pick != rec.settings  # the model's what-if differs ...
+    assert advice.pick_is_recommendation is False  # ... and says it is no recommendation
+    assert advice.sentence.startswith("What-if for information only, not a recommendation")
+    assert "for information only" in advice.role
     from perfstudy.present import mlflow_fields
     tags = mlflow_fields.diagnosis_tags(result)
     assert "perfstudy.advisor_pick_workers" not in tags
@@ -235,7 +235,7 @@ def test_without_a_profile_the_verdict_still_comes_from_the_host_timers():
     result = diagnosis.diagnose(summary(), steps(1300))
     assert result.bound == "input" and result.culprit["label"] == "the pipeline"
     assert result.profiled is False
-    assert result.advisor["source"].startswith("calibration")
+    assert result.advisor.source.startswith("calibration")
     assert "the pipeline is the slow operator" in result.recommendation.sentence
 
 

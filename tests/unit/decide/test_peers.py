@@ -4,7 +4,7 @@ real cpu_demo profiles), its answer in our terms, scored like ours, and AutoTune
 import json
 
 import pandas as pd
-from records import make_diagnosis, make_summary, make_sweep
+from records import make_advice, make_diagnosis, make_summary, make_sweep, one_map_model
 
 from perfstudy.common.thresholds import GAIN_THAT_MATTERS, pct
 from perfstudy.decide import claims, peers, scenarios
@@ -128,7 +128,8 @@ def test_the_report_sets_the_tools_side_by_side_and_scores_them_against_the_arms
                 "steady_step_ms": step, "num_parallel_workers": {"effective": workers}, "arm": name, "run": name,
                 "operator_settings": {key: workers}, "dataset_sha256": "d",
                 **({"autotune": autotune} if autotune else {})})
-            self.diagnosis = make_diagnosis(advisor={"pick": {key: 2}}, peers=readings) if readings else None
+            self.diagnosis = make_diagnosis(advisor=make_advice(one_map_model(key), pick={key: 2}),
+                                            peers=readings) if readings else None
 
     ours = {"tool": peers.OURS, "operator": "Map #3 [Decode]", "key": key, "knob": "workers",
             "advice": f"set {key}=2", "settings": {key: 2}}

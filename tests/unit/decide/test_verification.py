@@ -1,12 +1,14 @@
 """The model proposes, a measurement decides: plan, verdict and the answer built on them."""
 
 import re
+from dataclasses import replace
 
 import pytest
-from records import make_verification
+from records import make_advice, make_verification
 from unit.decide.test_diagnosis import steps, summary
 
 from perfstudy.decide import diagnosis, verification
+from perfstudy.decide.advice import Model, ProbePoint, Stage
 from perfstudy.decide.advisor import candidates, canonical, current_settings, predict
 from perfstudy.run.settings import MP
 
@@ -15,20 +17,20 @@ KEY = "pipeline.extra_transform_workers"
 
 def probed_advice():
     """A model of one Python map on 2 cores: its probe in threads and processes."""
-    points = [{"workers": w, "multiprocessing": mp, "wall_ms_per_batch": ms, "cpu_ms_per_batch": 600.0}
+    points = [ProbePoint(w, mp, ms, 600.0)
               for (w, mp, ms) in [(1, False, 600.0), (2, False, 590.0), (1, True, 610.0), (2, True, 320.0)]]
-    stage = {"key": KEY, "label": "Map #1 [Burn]", "op_id": 1, "operations": ["Burn"],
-             "workers_now": 1, "multiprocessing_now": False, "cpu_ms_per_batch": 600.0,
-             "kind": "probed", "points": points, "busy_per_worker": 1.0, "holds_gil": True}
-    return {"source": "profile", "cores": 2, "stages": [stage], "other_ops_cpu_ms_per_batch": 0.0,
-            "network_wall_ms": 300.0, "network_cpu_ms": 500.0, "network_cores": 1.6, "level": 1.0}
+    stage = Stage(key=KEY, label="Map #1 [Burn]", op_id=1, operations=["Burn"], workers_now=1,
+                  multiprocessing_now=False, cpu_ms_per_batch=600.0, kind="probed", points=points,
+                  busy_per_worker=1.0, holds_gil=True)
+    return Model(source="profile", cores=2, stages=[stage], other_ops_cpu_ms_per_batch=0.0,
+                 network_wall_ms=300.0, network_cpu_ms=500.0, network_cores=1.6, level=1.0)
 
 
 def test_plan_measures_the_own_setting_first_then_the_pick_then_the_fastest_others():
     model = probed_advice()
     now = current_settings(model)
     table = [predict(model, s) for s in candidates(model)]
-    advice = {**model, "now": now, "predictions": table, "pick": {KEY: 2, KEY + MP: True}}
+    advice = make_advice(model, now=now, predictions=table, pick={KEY: 2, KEY + MP: True})
     plan = verification.plan(advice, 2)
     assert [w.role for w in plan] == ["current", "candidate", "candidate"]
     assert plan[0].settings == {KEY: 1}
@@ -133,14 +135,15 @@ def test_a_gain_the_model_missed_is_found_by_measuring():
 
 
 def test_operator_kinds_come_from_the_probe():
-    advice = {**probed_advice(), "now": {KEY: 1}, "now_slowest_stage": "Map #1 [Burn]"}
+    advice = make_advice(probed_advice(), now={KEY: 1}, now_slowest_stage="Map #1 [Burn]")
     assert verification.operator_kind(advice, {KEY: 1}) == "Python computing, threads"
     assert verification.operator_kind(advice, {KEY: 2, KEY + MP: True}) == "Python computing, processes"
-    stage = advice["stages"][0]
-    stage["points"] = [{**p, "wall_ms_per_batch": 300.0} if p["workers"] == 2 and not p["multiprocessing"]
-                       else p for p in stage["points"]]
+    stage = advice.stages[0]
+    stage = replace(stage, points=[replace(p, wall_ms_per_batch=300.0) if p.workers == 2 and not p.multiprocessing
+                                   else p for p in stage.points])
+    advice = replace(advice, stages=[stage])
     assert verification.operator_kind(advice, {KEY: 2}).startswith("Python releasing the GIL")
-    stage["busy_per_worker"] = 0.5
+    advice = replace(advice, stages=[replace(stage, busy_per_worker=0.5)])
     assert verification.operator_kind(advice, {KEY: 2}).startswith("Python mixed")
 
 
@@ -157,18 +160,17 @@ def test_the_slow_operators_other_mode_is_measured_even_where_the_model_sees_not
     measured, at the most workers, before any other operator's setting: the measurements that
     showed threads helping where the model said not."""
     model = probed_advice()
-    stage = model["stages"][0]
-    stage["points"] = [{**p, "wall_ms_per_batch": 600.0} if not p["multiprocessing"] else p
-                       for p in stage["points"]]
-    other = {"key": "pipeline.num_parallel_workers", "label": "Map #2 [Decode]", "op_id": 2,
-             "operations": ["Decode"], "workers_now": 1, "multiprocessing_now": False,
-             "cpu_ms_per_batch": 50.0, "kind": "computes", "points": []}
-    model["stages"].append(other)
+    stage = model.stages[0]
+    stage = replace(stage, points=[replace(p, wall_ms_per_batch=600.0) if not p.multiprocessing else p
+                                   for p in stage.points])
+    other = Stage(key="pipeline.num_parallel_workers", label="Map #2 [Decode]", op_id=2,
+                  operations=["Decode"], workers_now=1, multiprocessing_now=False,
+                  cpu_ms_per_batch=50.0, kind="computes", busy_per_worker=1.0)
+    model = replace(model, stages=[stage, other])
     now = current_settings(model)
     table = [predict(model, s) for s in candidates(model)]
     pick = {**now, KEY: 2, KEY + MP: True}
-    advice = {**model, "now": now, "predictions": table, "pick": pick,
-              "now_slowest_stage": stage["label"]}
+    advice = make_advice(model, now=now, predictions=table, pick=pick, now_slowest_stage=stage.label)
     plan = verification.plan(advice, 2)
     assert plan[1].settings == canonical(pick)
     assert plan[2].settings == canonical({**now, KEY: 2})  # threads, the rest as now

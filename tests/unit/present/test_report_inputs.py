@@ -83,7 +83,7 @@ def test_the_verdict_line_says_how_to_decode_less_for_the_pipeline_it_is(factory
     rec = {"action": "none", "culprit_label": "Map #2 [RandomCropDecodeResize, RandAugment]",
            "culprit_kind": "decode", "verified": True, "remedies": [], "prepared_prediction": None}
     arm = Arm("mindcv_resnet50", make_summary({"factories": {"pipeline": factory}, "steady_step_ms": 2013.0}),
-              pd.DataFrame(), make_diagnosis(bound="cpu", recommendation=rec, advisor={}))
+              pd.DataFrame(), make_diagnosis(bound="cpu", recommendation=rec, advisor=None))
     line = verdict_line(arm, None)
     assert f"do: keep the settings (measured); {words}" in line
     assert line.startswith("mindcv_resnet50: cpu-bound; culprit Map #2 [RandomCropDecodeResize, …]")

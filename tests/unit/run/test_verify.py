@@ -43,7 +43,7 @@ def _stand_in_step(calls):
 def test_the_own_setting_and_the_candidates_are_measured_in_the_same_rounds(smoke_dataset):
     """Every round visits both settings (the run's own too: never its earlier long window), in
     a seeded order that is recorded; steps are numbered on from the training's; each window is
-    a fresh pipeline whose estimate is the mean of its counted steps."""
+    a fresh pipeline whose estimate is over its counted steps."""
     from perfstudy.data.dataset import load_manifest
     from perfstudy.run.verify_record import Planned
 
@@ -63,7 +63,9 @@ def test_the_own_setting_and_the_candidates_are_measured_in_the_same_rounds(smok
         if w.step_ms is not None:
             counted = [ms for ms, p in zip(w.step_ms_each, w.phases, strict=True) if p == "measured"]
             assert len(counted) == w.steps_counted >= 2
-            assert w.step_ms == pytest.approx(sum(counted) / len(counted), abs=0.1)
+            # arrival to arrival of two waited-for batches: the counted steps' mean, give or
+            # take the two end steps' compute times (a ~5 ms stand-in, longer on a loaded host)
+            assert w.step_ms == pytest.approx(sum(counted) / len(counted), abs=10.0 / len(counted) + 0.1)
         assert v.interference is not None and v.interference.wall_s > 0
     assert found.series(0) and found.series(1)  # the own setting has its own windows
     again = verify.run_rounds(_stand_in_step({"n": 0}), root, cfg, plan, base_seed=5,
