@@ -72,7 +72,7 @@ class Recommendation:
 class Diagnosis:
     """One arm's diagnosis (diagnosis.json): the evidence, and the answer decided from it."""
 
-    SCHEMA_VERSION = 2  # 2: the verification decided by interleaved rounds (typed)
+    SCHEMA_VERSION = 3  # 2: the verification decided by interleaved rounds (typed); 3: the advisor typed
     KIND = "diagnosis (diagnosis.json)"
     RERUN = ("analyse that arm again with this code (snakemake --cores all --forcerun analyze), "
              "or retrain it (--forcerun train)")
