@@ -10,6 +10,8 @@ share. The comparisons' kinds are shuffled (seeded), so drift of the host falls 
     python scripts/decision_benchmark.py --size smoke                   # ~10 min on 2 cores
     python scripts/decision_benchmark.py --size cpu_demo --aa 20 --per-effect 10   # hours
     python scripts/decision_benchmark.py --size smoke --aa 2 --per-effect 1  # a minute, to try it
+    python scripts/decision_benchmark.py --size cpu_demo --inject map --aa 0 --effects 0.25,0.10
+        # the known effects inside the input-bound baseline's map (its bottleneck)
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from perfstudy.common.thresholds import pct
 from perfstudy.data import sources
 from perfstudy.orchestrate.cli import main_guard, setup_logging
 from perfstudy.run import decision_benchmark as bench
-from perfstudy.run import train, verify
+from perfstudy.run import pipeline, train, verify
 from perfstudy.run.step import TrainStep
 
 log = logging.getLogger("decision_benchmark")
@@ -55,6 +57,9 @@ def main() -> None:
     parser.add_argument("--aa", type=int, default=20, help="A/A comparisons")
     parser.add_argument("--effects", default="0.25,0.10", help="injected slowdowns of the reference")
     parser.add_argument("--per-effect", type=int, default=10, help="comparisons per effect")
+    parser.add_argument("--inject", choices=("thread", "map"), default="thread",
+                        help="where the known effect goes: the training's thread after each step, "
+                             "or fixed NumPy work inside the article's map (per image)")
     parser.add_argument("--seed", type=int, default=11)
     parser.add_argument("--results", default="results")
     parser.add_argument("overrides", nargs="*", help="more Hydra overrides")
@@ -77,18 +82,33 @@ def main() -> None:
     plain = bench.plain_step_ms(step, source, cfg)
     log.info("plain step %.0f ms at the run's own setting", plain)
     order = np.random.default_rng(args.seed).permutation(len(kinds))
-    out = Path(args.results) / "benchmarks" / "decision" / f"{args.size}.json"
+    references = {}  # effect -> the reference's config, its map slowed (inject=map)
+    if args.inject == "map":
+        workers = pipeline.resolve_workers(cfg.pipeline.num_parallel_workers,
+                                           cfg.pipeline.global_default_workers, quiet=True).effective
+        for effect in effects:
+            passes = bench.fft_passes(effect * plain * workers / cfg.pipeline.batch_size)
+            references[effect] = config.compose_run_config([
+                f"size={args.size}", f"experiment={args.experiment}", f"paths.results={args.results}",
+                *args.overrides, f"trainer.steps={most}",
+                "pipeline.decode_map_extra=perfstudy.run.transforms:NumpyFFT",
+                f"+pipeline.decode_map_extra_args.passes={passes}", "+pipeline.decode_map_extra_args.size=128"])
+            log.info("effect %s: %d FFT passes per image inside the map", pct(effect), passes)
+    name = args.size if args.inject == "thread" else f"{args.size}-map"
+    out = Path(args.results) / "benchmarks" / "decision" / f"{name}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     trials: list[bench.Trial] = []
     rows: list[dict] = []
     for number, i in enumerate(order):
         effect = kinds[i]
-        found = bench.trial(step, source, cfg, effect, effect * plain / 1e3, args.seed + 7919 * number)
+        found = bench.trial(step, source, cfg, effect,
+                            effect * plain / 1e3 if args.inject == "thread" else 0.0,
+                            args.seed + 7919 * number, references.get(effect))
         log.info("comparison %d/%d (%s): %s, %d rounds, ratio %.3f", number + 1, len(kinds),
                  "A/A" if effect == 0 else f"+{pct(effect)}", found.outcome, found.rounds, found.ratio)
         trials.append(found)
         rows = bench.table(trials)  # written after every comparison: a stopped run keeps its part
-        out.write_text(json.dumps({"size": args.size, "experiment": args.experiment,
+        out.write_text(json.dumps({"size": args.size, "experiment": args.experiment, "inject": args.inject,
                                    "plain_step_ms": plain, "planned": len(kinds),
                                    "verify": {k: cfg.verify[k] for k in cfg.verify},
                                    "rows": rows, "trials": [asdict(t) for t in trials]}, indent=2))

@@ -132,7 +132,7 @@ def validate(cfg: DictConfig) -> None:
 
 def _validate_pipeline_extras(cfg: DictConfig) -> None:
     """The study's own extra transforms and readers: their callables, workers and delay."""
-    for key in ("extra_transform", "batch_transform"):
+    for key in ("extra_transform", "batch_transform", "decode_map_extra"):
         spec = cfg.pipeline[key]
         if spec and (":" not in spec or spec.startswith(":") or spec.endswith(":")):
             raise ConfigError(f"pipeline.{key} is {spec!r}; use 'module:Callable', "

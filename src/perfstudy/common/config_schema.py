@@ -73,6 +73,12 @@ class PipelineConfig:
     prefetch_size: Optional[int] = None
     shuffle: bool = True
     drop_remainder: bool = True
+    # A Python operation of your own appended INSIDE the article's map, after its C++ ops
+    # ("module:Class" built with decode_map_extra_args, per image): a mixed map, as ModelZoo's
+    # colour jitters are, sharing the map's workers. The decision benchmark injects a known
+    # fixed work here, into the input-bound baseline's bottleneck.
+    decode_map_extra: str = ""
+    decode_map_extra_args: dict[str, Any] = field(default_factory=dict)
     # An extra map after the article's, for a transform of your own ("module:Class",
     # built with extra_transform_args, applied to each image). The diagnosis then says
     # whether it is the slow operator. perfstudy.run.transforms:Sleep is a stand-in for one.

@@ -6,11 +6,13 @@ rule keeps its promises on a real, noisy host is a measurement, not an argument,
 the real training with effects whose truth is known:
 * A/A: the run's own setting against itself (the same pipeline, built afresh per window): every
   "faster" or "slower" is a false "changed";
-* a known effect: a fixed amount of CPU work (a busy loop in the training's own thread, holding
-  the GIL as a Python callback would) added to every step of the *reference* setting, sized to
-  `effect` x the plain step measured first, so the plain candidate is truly faster. The effect
-  it really has is measured too (the pooled ratio over all its comparisons' rounds): on an
-  input-bound run part of the added work overlaps the pipeline's.
+* a known effect on the *reference* setting, so the plain candidate is truly faster, sized to
+  `effect` x the plain step measured first, injected where the step's time is spent:
+  `thread`: a busy loop in the training's own thread after every step (holding the GIL as a
+  Python callback would): on an input-bound run it overlaps the pipeline and barely shows;
+  `map`: fixed NumPy work (FFTs, releasing the GIL) appended inside the article's map
+  (pipeline.decode_map_extra), per image: the input-bound baseline's bottleneck itself.
+  The effect it really has is measured too (the pooled ratio over its comparisons' rounds).
 Each comparison runs the verification's protocol unchanged (interleaved rounds, the same
 windows, stopping once settled or at verify.max_rounds; no budget). The table: per effect,
 comparisons, the share decided faster / slower / equivalent / inconclusive, the rounds they
@@ -81,15 +83,32 @@ def plain_step_ms(step: TrainStep, source: str, cfg, windows: int = 3) -> float:
     return float(np.median(means))
 
 
-def trial(step: TrainStep, source: str, cfg, effect: float, extra_s: float, seed: int) -> Trial:
+def fft_passes(per_image_ms: float, size: int = 128, timing_calls: int = 20) -> int:
+    """NumpyFFT passes (at `size` px) that take about `per_image_ms` per image here, timed alone."""
+    from perfstudy.run.transforms import NumpyFFT
+
+    image = np.zeros((3, 32, 32), np.float32)
+    probe = NumpyFFT(passes=1, size=size)
+    probe(image)  # warm the FFT plan
+    started = time.perf_counter()
+    for _ in range(timing_calls):
+        probe(image)
+    per_pass_ms = (time.perf_counter() - started) * 1e3 / timing_calls
+    return max(1, round(per_image_ms / per_pass_ms))
+
+
+def trial(step: TrainStep, source: str, cfg, effect: float, extra_s: float, seed: int,
+          reference_cfg=None) -> Trial:
     """One comparison by the verification's protocol: reference = the own setting with
-    `extra_s` of work per step (0: A/A), candidate = the plain own setting."""
+    `extra_s` of work per step, or on `reference_cfg`'s pipeline (work injected in its map;
+    neither: A/A), candidate = the plain own setting."""
     fns: list[Callable] = [_step_fn(step, extra_s), _step_fn(step, 0.0)]
+    cfgs = [reference_cfg or cfg, cfg]
     index = {"n": 0}
 
     def visit(setting: int, round_: int) -> Window:
-        window = verify.measure_window(fns[setting], source, cfg, {}, seed + 1000 * round_ + setting,
-                                       index["n"])
+        window = verify.measure_window(fns[setting], source, cfgs[setting], {},
+                                       seed + 1000 * round_ + setting, index["n"])
         index["n"] += window.steps
         return window
 

@@ -206,6 +206,9 @@ def case_study(root: str, batch_size: int, image_size: int, seed: int, pipeline,
         raise DatasetError(f"The dataset at {root} has {size} images, fewer "
                            f"than one batch of {batch_size}; lower pipeline.batch_size.")
     transforms = train_transforms(image_size)
+    if pipe_cfg.decode_map_extra:  # a Python operation inside the article's map (a mixed map)
+        transforms = [*transforms, load_transform(pipe_cfg.decode_map_extra,
+                                                  dict(pipe_cfg.decode_map_extra_args))]
     if workers.requested is None:
         data = data.map(operations=transforms, input_columns="image")
     else:

@@ -101,3 +101,17 @@ def test_a_user_folder_sets_the_class_count_and_bad_labels_stop_in_one_sentence(
     check_labels(np.array([0, 1, 3]), 4, 0)
     with pytest.raises(ValueError, match=r"Step 5 has label 3, but the model has 2 classes \(0..1\)"):
         check_labels(np.array([0, 3]), 2, 5)
+
+
+def test_a_python_operation_inside_the_articles_map_runs_on_every_image(smoke_dataset, tmp_path):
+    """pipeline.decode_map_extra: a Python op appended to the article's map (one mixed map, not
+    a map of its own); here a gate that counts the images it passes."""
+    cfg = compose_run_config(["size=smoke", "pipeline.decode_map_extra=perfstudy.run.transforms:Gate",
+                              f"+pipeline.decode_map_extra_args.path={tmp_path / 'open'}"])
+    (tmp_path / "open").write_text("")
+    root = load_manifest(smoke_dataset)["root"]
+    dataset = pipeline.create_train_dataset(root, cfg.pipeline, num_batches=2, seed=1)
+    images, _ = next(dataset.create_tuple_iterator(num_epochs=1, output_numpy=True))
+    assert images.shape == (4, 3, 32, 32)  # the op runs after HWC2CHW and returns it unchanged
+    maps = [n for n in pipeline.describe(dataset, cfg.pipeline) if n["op_type"] == "Map"]
+    assert len(maps) == 1 and maps[0]["operations"][-1] == "Gate"
