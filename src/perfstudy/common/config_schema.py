@@ -202,8 +202,9 @@ class SweepConfig:
     processes: bool = False  # every value also with the operator's Python in worker processes
     max_rounds: int = 12  # rounds at most; fewer once every setting is placed
     # what the rounds may cost, as a share of the training's wall time before them (after
-    # verify.min_rounds): a ground truth is worth more of it than a verification
-    budget_share: float = 4.0
+    # verify.min_rounds): a ground truth is worth more than a verification (at cpu_demo a
+    # round of 4 settings costs ~1.5x the 30-step training: 10x allows ~6 rounds)
+    budget_share: float = 10.0
 
 
 @dataclass

@@ -148,10 +148,16 @@ class MedianInterval:
     level: float | None  # the interval's exact coverage (None: only the range is given)
 
     def words(self, unit: str = "", of: str = "runs") -> str:
-        """'610 ms (range 602-662, 4 rounds)' or '610 ms (598-640, 96 %, 8 rounds)'."""
+        """'610 ms (range 602-662, 4 rounds)' or '1630 ms (1190-1880, 96 %, 8 rounds)'."""
+        med, low, high = (_figure(v) for v in (self.median, self.low, self.high))
         if self.level is None:
-            return f"{self.median:.3g}{unit} (range {self.low:.3g}-{self.high:.3g}, {self.n} {of})"
-        return f"{self.median:.3g}{unit} ({self.low:.3g}-{self.high:.3g}, {pct(self.level)}, {self.n} {of})"
+            return f"{med}{unit} (range {low}-{high}, {self.n} {of})"
+        return f"{med}{unit} ({low}-{high}, {pct(self.level)}, {self.n} {of})"
+
+
+def _figure(value: float) -> str:
+    """A measured value as a sentence writes it: whole numbers from 100, else 3 figures."""
+    return f"{value:.0f}" if abs(value) >= 100 else f"{value:.3g}"
 
 
 def median_interval(values: Sequence[float], level: float = LEVEL) -> MedianInterval:

@@ -101,3 +101,9 @@ def test_a_median_of_few_repeats_is_given_with_its_range_not_a_95_interval():
     ten = median_interval(range(1, 11))
     assert (ten.low, ten.high) == (2, 9) and ten.level == pytest.approx(0.9785, abs=1e-3)
     assert "95 %" not in ten.words() and "98 %" in ten.words()
+
+
+def test_a_median_in_ms_is_written_as_a_reader_reads_it():
+    found = median_interval([1630.4, 1190.2, 1880.0, 1500.0])
+    assert found.words(" ms", "rounds") == "1565 ms (range 1190-1880, 4 rounds)"
+    assert median_interval([0.5, 0.25]).words() == "0.375 (range 0.25-0.5, 2 runs)"
