@@ -33,7 +33,7 @@ from perfstudy.common.thresholds import GAIN_THAT_MATTERS, NOT_STEADY, WITHIN_BE
 from perfstudy.decide.advice import Advice, Prediction, Stage
 from perfstudy.decide.advisor import COMPUTES, canonical, describe_settings, predict, stage_ms, step_swing
 from perfstudy.decide.fixes import DECODE_OPS, prepared_prediction, remedies
-from perfstudy.decide.recommendation import Recommendation
+from perfstudy.decide.recommendation import Recommendation, Validity
 from perfstudy.decide.verification import FEW_ROUNDS, HELPS, INCONCLUSIVE, Checked, protocol_words, verdict
 from perfstudy.run.settings import ADDRESSED, MP, Settings
 from perfstudy.run.summary import RunSummary
@@ -56,7 +56,7 @@ def buffered_at_window(summary: RunSummary, floor_ms: float) -> tuple[float, str
         f"less the {first} batches they consumed")
 
 
-def validity(summary: RunSummary, compute_ms: float) -> dict[str, Any]:
+def validity(summary: RunSummary, compute_ms: float) -> Validity:
     """Is the measured window a steady state? If not, how many steps would be.
 
     Judged against the input floor (the pipeline alone, timed over several batches). The
@@ -71,11 +71,11 @@ def validity(summary: RunSummary, compute_ms: float) -> dict[str, Any]:
     floors = {"input": summary.input_floor_ms}
     floors = {k: v for k, v in floors.items() if v}
     if not floors:
-        return {"steady": True}
+        return Validity(steady=True)
     which = max(floors, key=floors.get)
     ratio = summary.steady_step_ms / floors[which]
     if ratio >= NOT_STEADY:
-        return {"steady": True, "steady_vs_floor": ratio, "floor": which}
+        return Validity(steady=True, steady_vs_floor=ratio, floor=which)
     buffered, basis = buffered_at_window(summary, floors[which])
     deficit = floors[which] - compute_ms  # what each step takes out of the buffer, in ms
     # nothing buffered drains in 0 steps (not "unknown"): then only the window's length decides,
@@ -86,12 +86,12 @@ def validity(summary: RunSummary, compute_ms: float) -> dict[str, Any]:
     if steps is not None and steps <= first + summary.steps_measured:
         # the run already had the steps a steady window needs: no buffer can have served the
         # window, so the pipeline-alone reading (a few batches) is the one off, not the window
-        return {"steady": True, "steady_vs_floor": ratio, "floor": which, "floor_suspect": True,
-                "sentence": (f"The measured step ({summary.steady_step_ms:.0f} ms) is {ratio:.2f}x "
+        return Validity(steady=True, steady_vs_floor=ratio, floor=which, floor_suspect=True,
+                        sentence=(f"The measured step ({summary.steady_step_ms:.0f} ms) is {ratio:.2f}x "
                              f"the pipeline alone ({floors[which]:.0f} ms), but at most {buffered:.1f} "
                              f"batches were buffered before the window ({basis}), which ~{drain} steps "
                              f"drain, and the run measured {summary.steps_measured} steps after "
-                             f"{first}: the window is steady and the pipeline-alone reading is the one off")}
+                             f"{first}: the window is steady and the pipeline-alone reading is the one off"))
     sentence = (f"Not a steady state: the measured step ({summary.steady_step_ms:.0f} ms) is "
                 f"{ratio:.2f}x the {which} floor ({floors[which]:.0f} ms, the "
                 + ("pipeline" if which == "input" else "network") + " alone), so the "
@@ -103,9 +103,9 @@ def validity(summary: RunSummary, compute_ms: float) -> dict[str, Any]:
                      f"lasts ~{drain} steps: run trainer.steps >= {steps} for a steady window")
     else:
         sentence += "; run more trainer.steps for a steady window"
-    return {"steady": False, "steady_vs_floor": ratio, "floor": which, "floor_ms": floors[which],
-            "buffered_batches": buffered, "buffered_basis": basis, "drain_steps": drain,
-            "steps_needed": steps, "sentence": sentence + "; no verdict is issued on this window."}
+    return Validity(steady=False, steady_vs_floor=ratio, floor=which, floor_ms=floors[which],
+                    buffered_batches=buffered, buffered_basis=basis, drain_steps=drain,
+                    steps_needed=steps, sentence=sentence + "; no verdict is issued on this window.")
 
 
 def cpu_culprit(advice: Advice, now_row: Prediction) -> tuple[Stage | None, dict | None]:
@@ -173,9 +173,9 @@ def _model_answer(summary: RunSummary, advice: Advice, band: str, compute_ms: fl
     measured = summary.steady_step_ms
     base = {"validity": check, "measured_step_ms": measured,
             "predicted_now_ms": advice.predicted_now_ms, "source": advice.source}
-    if not check["steady"]:  # no verdict, and nothing else names a setting
+    if not check.steady:  # no verdict, and nothing else names a setting
         return {**base, "bound": "not_steady", "action": "not_steady", "settings": advice.now,
-                "predicted_step_ms": advice.predicted_now_ms, "sentence": check["sentence"]}, False, []
+                "predicted_step_ms": advice.predicted_now_ms, "sentence": check.sentence}, False, []
     now = advice.now
     now_row = predict(advice, now)
     pick = predict(advice, advice.pick)

@@ -22,7 +22,7 @@ from perfstudy.common.thresholds import HIGHLY_INPUT_BOUND, MODERATELY_INPUT_BOU
 from perfstudy.decide.advice import Advice
 from perfstudy.decide.advisor import WELL_FILLED, advise, canonical, held_up
 from perfstudy.decide.decision import decide
-from perfstudy.decide.recommendation import Diagnosis, Recommendation
+from perfstudy.decide.recommendation import CpuState, Diagnosis, InputBound, ProfilerEffect, Recommendation
 from perfstudy.run.summary import RunSummary
 
 
@@ -77,7 +77,7 @@ def find_culprit(ops: pd.DataFrame) -> dict[str, Any] | None:
 
 
 def _cpu_state(summary: RunSummary, host: dict[str, Any], ops: pd.DataFrame | None,
-               advice: Advice) -> dict[str, Any]:
+               advice: Advice) -> CpuState:
     """The CPUs as measured (host busy %, per operator) and as the model sees them. Only the
     model's verdict (`saturated`: the CPU floor binds at the current setting) is used to
     decide; host busy % is shown, never decisive (it read 94 % while one worker bound a step)."""
@@ -85,13 +85,13 @@ def _cpu_state(summary: RunSummary, host: dict[str, Any], ops: pd.DataFrame | No
     if ops is not None and not ops.empty:
         per_op = {r["label"]: round(float(r["cpu_pct"]), 1) for _, r in ops.iterrows()
                   if not pd.isna(r["cpu_pct"]) and r["cpu_pct"] > 0}
-    return {"cores": summary.num_parallel_workers.cpu_count,
-            "host_busy_pct": host.get("host_busy_pct"), "process_pct": host.get("process_pct"),
-            "per_op_pct": per_op, "cpu_floor_ms": summary.cpu_floor_ms,
-            "steady_vs_cpu_floor": summary.steady_step_ms / summary.cpu_floor_ms,
-            "saturated": advice.now_binding == "cpu",
-            "near_cpu_floor": summary.binding_floor == "cpu"
-            and summary.steady_vs_floor <= NEAR_CPU_FLOOR}
+    return CpuState(cores=summary.num_parallel_workers.cpu_count,
+                    host_busy_pct=host.get("host_busy_pct"), process_pct=host.get("process_pct"),
+                    per_op_pct=per_op, cpu_floor_ms=summary.cpu_floor_ms,
+                    steady_vs_cpu_floor=summary.steady_step_ms / summary.cpu_floor_ms,
+                    saturated=advice.now_binding == "cpu",
+                    near_cpu_floor=summary.binding_floor == "cpu"
+                    and summary.steady_vs_floor <= NEAR_CPU_FLOOR)
 
 
 def headline(decision: Recommendation, band: str, share: float, cores: int,
@@ -100,8 +100,8 @@ def headline(decision: Recommendation, band: str, share: float, cores: int,
     bound, action, culprit = decision.bound, decision.action, decision.culprit_label
     if bound == "not_steady":
         validity = decision.validity
-        return (f"No verdict: the measured window was not steady (step {validity['steady_vs_floor']:.2f}x "
-                f"the {validity['floor']} floor); the step waited for data {share:.0f} % of it.")
+        return (f"No verdict: the measured window was not steady (step {validity.steady_vs_floor:.2f}x "
+                f"the {validity.floor} floor); the step waited for data {share:.0f} % of it.")
     if bound == "input" and band == "not":
         return (f"Input-bound in disguise: the step waits for data only {share:.0f} % of the time, yet "
                 f"{culprit} sets its pace (predicted {decision.predicted_now_ms:.0f} ms, measured "
@@ -152,11 +152,10 @@ def diagnose(summary: RunSummary, steps: pd.DataFrame, ops: pd.DataFrame | None 
     cpu = _cpu_state(summary, host, ops, advice)
     return Diagnosis(
         arm=summary.arm, study=summary.study, bound=answer.bound,
-        headline=headline(answer, band, 100 * summary.gap_share, cpu["cores"],
-                          cpu["steady_vs_cpu_floor"]),
-        input_bound={"band": band, "gap_share": summary.gap_share,
-                     "gap_ms_mean": summary.gap_ms.mean, "steady_step_ms": summary.steady_step_ms,
-                     "thresholds": {"highly": HIGHLY_INPUT_BOUND, "moderately": MODERATELY_INPUT_BOUND}},
+        headline=headline(answer, band, 100 * summary.gap_share, cpu.cores, cpu.steady_vs_cpu_floor),
+        input_bound=InputBound(band=band, gap_share=summary.gap_share, gap_ms_mean=summary.gap_ms.mean,
+                               steady_step_ms=summary.steady_step_ms,
+                               thresholds={"highly": HIGHLY_INPUT_BOUND, "moderately": MODERATELY_INPUT_BOUND}),
         culprit=_culprit_evidence(answer, ops, queue_culprit), queue_rule=queue_culprit,
         cpu=cpu, recommendation=answer, compute_ms=compute_ms,
         iterator_wait=iterator or {}, cross_check=cross or {},
@@ -210,17 +209,17 @@ def _culprit_evidence(answer: Recommendation, ops: pd.DataFrame | None,
     return out
 
 
-def profiler_effect(summary: RunSummary) -> dict[str, Any] | None:
+def profiler_effect(summary: RunSummary) -> ProfilerEffect | None:
     """The profiled steps against the measured ones of the same run (placement after)."""
     window = summary.profiled_window
     if not window:
         return None
     ratio = window.steady_step_ms / summary.steady_step_ms
-    return {"steps": window.steps, "profiled_step_ms": window.steady_step_ms,
-            "measured_step_ms": summary.steady_step_ms, "step_ratio": ratio,
-            "profiled_gap_share": window.gap_share, "measured_gap_share": summary.gap_share,
-            "sentence": (f"The {window.steps} profiled steps took {window.steady_step_ms:.0f} ms each "
+    return ProfilerEffect(
+        steps=window.steps, profiled_step_ms=window.steady_step_ms, measured_step_ms=summary.steady_step_ms,
+        step_ratio=ratio, profiled_gap_share=window.gap_share, measured_gap_share=summary.gap_share,
+        sentence=(f"The {window.steps} profiled steps took {window.steady_step_ms:.0f} ms each "
                          f"against {summary.steady_step_ms:.0f} ms unprofiled ({ratio:.2f}x), gap share "
                          f"{pct(window.gap_share, 1)} against {pct(summary.gap_share, 1)}; "
                          "the verdict's numbers come from the unprofiled steps, the queues and kernels "
-                         "from the profiled ones.")}
+                         "from the profiled ones."))

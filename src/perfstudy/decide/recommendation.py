@@ -31,10 +31,64 @@ class ModelAnswer:
 
 
 @dataclass(frozen=True)
+class Validity:
+    """Is the measured window a steady state (perfstudy.decide.decision.validity)?"""
+
+    steady: bool = doc("a verdict may be issued on this window")
+    steady_vs_floor: float | None = doc("the steady step / the floor it is judged by", default=None)
+    floor: str | None = doc("the floor judged by: input (the pipeline alone)", default=None)
+    floor_ms: float | None = doc("that floor (not steady only)", default=None)
+    floor_suspect: bool = doc("steady, and the pipeline-alone reading is the one off", default=False)
+    buffered_batches: float | None = doc("batches buffered before the window", default=None)
+    buffered_basis: str | None = doc("how that was estimated", default=None)
+    drain_steps: int | None = doc("steps that drain them", default=None)
+    steps_needed: int | None = doc("trainer.steps a steady window needs", default=None)
+    sentence: str | None = doc("the judgement in words", default=None)
+
+
+@dataclass(frozen=True)
+class InputBound:
+    """How much of the step waits for data, and its band (the TensorFlow profiler's)."""
+
+    band: str = doc("highly | moderately | not")
+    gap_share: float = doc("share of the window's wall time waiting for data")
+    gap_ms_mean: float = doc("mean iteration gap over the window")
+    steady_step_ms: float = doc("the window's steady step")
+    thresholds: dict[str, float] = doc("the bands' lower gap shares")
+
+
+@dataclass(frozen=True)
+class CpuState:
+    """The CPUs as measured and as the model sees them (only `saturated` decides)."""
+
+    cores: int = doc("the CPUs the run may use")
+    host_busy_pct: float | None = doc("the host's busy % over the profiled window (shown only)")
+    process_pct: float | None = doc("the training process's CPU % (shown only)")
+    per_op_pct: dict[str, float] = doc("each profiled operator's CPU %")
+    cpu_floor_ms: float = doc("(pipeline + network CPU-ms) / cores")
+    steady_vs_cpu_floor: float = doc("the steady step / the CPU floor")
+    saturated: bool = doc("the model's CPU floor binds at the run's own setting")
+    near_cpu_floor: bool = doc("the CPU floor is the binding floor and the step is near it")
+
+
+@dataclass(frozen=True)
+class ProfilerEffect:
+    """The profiled steps against the unprofiled ones of the same run (placement after)."""
+
+    steps: int
+    profiled_step_ms: float
+    measured_step_ms: float
+    step_ratio: float
+    profiled_gap_share: float
+    measured_gap_share: float
+    sentence: str
+
+
+@dataclass(frozen=True)
 class Recommendation:
     """One answer per arm: the verdict, the culprit, the setting and its predicted step."""
 
-    validity: dict[str, Any] = doc("is the measured window a steady state (decision.validity)")
+    validity: Validity = doc("is the measured window a steady state (decision.validity)")
     measured_step_ms: float = doc("the run's steady step")
     predicted_now_ms: float = doc("the model's step at the run's own setting")
     source: str = doc("what the model was built from: profile | calibration")
@@ -81,17 +135,17 @@ class Diagnosis:
     study: str = doc("the study")
     bound: str = doc("the verdict: input | cpu | compute | not_steady (the recommendation's)")
     headline: str = doc("the verdict in one sentence")
-    input_bound: dict[str, Any] = doc("the gap share, its band and the bands' thresholds")
+    input_bound: InputBound = doc("the gap share, its band and the bands' thresholds")
     culprit: dict[str, Any] | None = doc("the culprit operator and the evidence for it (None: "
                                          "no operator sets the pace)")
     queue_rule: dict[str, Any] | None = doc("MindInsight's queue rule's operator (None: none)")
-    cpu: dict[str, Any] = doc("cores, host and process CPU, per-operator CPU, the CPU floor")
+    cpu: CpuState = doc("cores, host and process CPU, per-operator CPU, the CPU floor")
     recommendation: Recommendation = doc("the answer (perfstudy.decide.decision.decide)")
     compute_ms: float = doc("median forward+backward+tail of the measured steps")
     iterator_wait: dict[str, Any] = doc("MindData's per-batch wait over the profiled window")
     cross_check: dict[str, Any] = doc("op timeline against the host timers")
     profiled: bool = doc("a dataset profile was read")
-    profiler_effect: dict[str, Any] | None = doc("profiled steps against the unprofiled ones")
+    profiler_effect: ProfilerEffect | None = doc("profiled steps against the unprofiled ones")
     advisor: Advice | None = doc("the what-if model: stages, predictions, pick, role")
     window: dict[str, Any] | None = doc("the profiled window (time.time() clock)", default=None)
     sampling_interval_ms: int | None = doc("MindData's sampling interval", default=None)

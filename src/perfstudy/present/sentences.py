@@ -95,7 +95,7 @@ def verdict_line(arm: Arm, baseline: Arm | None) -> str:
         parts.append("do: nothing yet (inconclusive: a gain within the interval); raise "
                      "verify.max_rounds")
     elif action == "not_steady":
-        needed = rec.validity.get("steps_needed")
+        needed = rec.validity.steps_needed
         parts.append(f"do: run trainer.steps >= {needed}" if needed else "do: run more trainer.steps")
     else:
         decode = kind == "decode" or any(str(r).startswith("decode less") for r in rec.remedies)
@@ -127,7 +127,7 @@ def cross_check_lines(arms: list[Arm]) -> list[str]:
             lines.append(f"{arm.name}: {cross['sentence']}{extra}")
         effect = (arm.diagnosis.profiler_effect if arm.diagnosis else None)
         if effect:
-            lines.append(f"{arm.name}, profiler's own effect: {effect['sentence']}")
+            lines.append(f"{arm.name}, profiler's own effect: {effect.sentence}")
         else:
             profiler = (arm.summary.profile or {}).get("profiler", "off")
             lines.append(f"{arm.name}: no op timeline (profiler={profiler}).")

@@ -183,7 +183,7 @@ def test_a_window_faster_than_the_input_floor_gets_no_verdict():
     rec = result.recommendation
     assert result.bound == "not_steady" and rec.action == "not_steady"
     # 4 buffered batches, each step drains 483 - 150 = 333 ms: 6 steps; 2 + 6 + 10 = 18
-    assert rec.validity["drain_steps"] == 6 and rec.validity["steps_needed"] == 18
+    assert rec.validity.drain_steps == 6 and rec.validity.steps_needed == 18
     assert "trainer.steps >= 18" in rec.sentence
     assert result.headline.startswith("No verdict")
 
@@ -194,12 +194,12 @@ def test_a_window_that_outlasts_any_buffer_is_steady_whatever_the_floor_reads():
     s = edited(summary(gap_share=0.25, steady=1371, pipeline_wall=1831, compute=946, cpu_floor=1300),
                before_window_ms=3839.0, first_measured_step=2, steps_measured=28)
     check = diagnosis.decide(s, diagnosis.advise(s, None), "highly", 946.0).validity
-    assert check["steady"] and check["floor_suspect"]
-    assert "the window is steady and the pipeline-alone reading is the one off" in check["sentence"]
+    assert check.steady and check.floor_suspect
+    assert "the window is steady and the pipeline-alone reading is the one off" in check.sentence
     # the same window of 5 steps could have been served from the buffer: no verdict
     short = diagnosis.decide(edited(s, steps_measured=5, before_window_ms=30000.0),
                              diagnosis.advise(s, None), "highly", 946.0).validity
-    assert not short["steady"] and short["steps_needed"] > 2 + 5
+    assert not short.steady and short.steps_needed > 2 + 5
 
 
 def test_without_a_verdict_nothing_names_a_second_setting():
@@ -225,10 +225,10 @@ def test_steps_to_a_steady_window_come_from_the_time_before_it():
     s = edited(summary(gap_share=0.02, steady=282, pipeline_wall=313, compute=270, cpu_floor=200),
                before_window_ms=3113.0, first_measured_step=2, queue_capacity_batches=28.0)
     check = diagnosis.decide(s, diagnosis.advise(s, None), "not", 270.0).validity
-    assert check["buffered_batches"] == pytest.approx(3113 / 313 - 2)
-    assert check["drain_steps"] == math.ceil((3113 / 313 - 2) * 313 / 43)  # 58
-    assert check["steps_needed"] == 2 * (2 + check["drain_steps"])  # the drain rule's last half
-    assert "3113 ms of 2 steps before the window" in check["sentence"]
+    assert check.buffered_batches == pytest.approx(3113 / 313 - 2)
+    assert check.drain_steps == math.ceil((3113 / 313 - 2) * 313 / 43)  # 58
+    assert check.steps_needed == 2 * (2 + check.drain_steps)  # the drain rule's last half
+    assert "3113 ms of 2 steps before the window" in check.sentence
 
 
 def test_without_a_profile_the_verdict_still_comes_from_the_host_timers():
@@ -245,7 +245,7 @@ def test_with_nothing_buffered_a_long_window_is_steady_whatever_the_floor_reads(
     s = edited(summary(gap_share=0.79, steady=2400, pipeline_wall=3200, compute=300, cpu_floor=1700),
                before_window_ms=4000.0, first_measured_step=2, steps_measured=10)
     check = diagnosis.decide(s, diagnosis.advise(s, None), "highly", 300.0).validity
-    assert check["steady"] and check["floor_suspect"]
+    assert check.steady and check.floor_suspect
     short = diagnosis.decide(edited(s, steps_measured=4), diagnosis.advise(s, None), "highly",
                              300.0).validity
-    assert not short["steady"] and short["drain_steps"] == 0 and short["steps_needed"] == 12
+    assert not short.steady and short.drain_steps == 0 and short.steps_needed == 12

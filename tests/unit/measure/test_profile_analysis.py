@@ -113,7 +113,7 @@ def test_chrome_trace_is_valid_json_with_complete_events(run):
 def test_baseline_is_diagnosed_as_the_article_did(run):
     result = analysis.analyze_run(run)
     assert result.bound == "input"
-    assert result.input_bound["band"] == "highly"
+    assert result.input_bound.band == "highly"
     assert result.culprit["op_type"] == "Map"
     assert "RandomCropDecodeResize" in result.culprit["label"]
     assert result.culprit["num_workers"] == 1
@@ -122,7 +122,7 @@ def test_baseline_is_diagnosed_as_the_article_did(run):
     assert "num_parallel_workers" in rec.sentence
     assert json.loads((run / "diagnosis.json").read_text())["bound"] == "input"
     effect = result.profiler_effect
-    assert effect["steps"] == 8 and effect["measured_step_ms"] == pytest.approx(
+    assert effect.steps == 8 and effect.measured_step_ms == pytest.approx(
         json.loads((run / "summary.json").read_text())["steady_step_ms"])
     assert len(pd.read_csv(run / "timeline_steps.csv")) >= 7
 
@@ -131,7 +131,7 @@ def test_baseline_is_diagnosed_as_the_article_did(run):
 def test_tuned_is_not_called_input_bound_when_the_cpu_is_full(run):
     result = analysis.analyze_run(run)
     assert result.bound in {"cpu", "compute"}
-    assert result.cpu["saturated"]
+    assert result.cpu.saturated
     assert result.recommendation.action == "cannot_help"
     assert "No worker setting helps" in result.recommendation.sentence
     assert "decode less" in result.recommendation.sentence  # the culprit decodes
