@@ -40,14 +40,14 @@ def _train(out, steps: int) -> tuple[RunSummary, float]:
 def test_the_steps_advised_for_a_steady_window_give_one(tmp_path):
     summary, compute_ms = _train(tmp_path, 8)
     check = validity(summary, compute_ms)
-    assert not check["steady"], f"{summary.steady_step_ms:.0f} ms against {summary.input_floor_ms:.0f}"
-    assert check["buffered_batches"] >= 6  # ~8.5 s before the window at ~600 ms per batch
-    needed = check["steps_needed"]
-    assert needed is not None and needed <= MAX_SMOKE_STEPS, check["sentence"]
-    assert f"run trainer.steps >= {needed}" in check["sentence"]
+    assert not check.steady, f"{summary.steady_step_ms:.0f} ms against {summary.input_floor_ms:.0f}"
+    assert check.buffered_batches >= 6  # ~8.5 s before the window at ~600 ms per batch
+    needed = check.steps_needed
+    assert needed is not None and needed <= MAX_SMOKE_STEPS, check.sentence
+    assert f"run trainer.steps >= {needed}" in check.sentence
 
     summary, compute_ms = _train(tmp_path, needed)
     again = validity(summary, compute_ms)
-    assert again["steady"], again.get("sentence")
-    assert again["steady_vs_floor"] >= NOT_STEADY
+    assert again.steady, again.sentence
+    assert again.steady_vs_floor >= NOT_STEADY
     assert summary.steps_excluded_by_phase.get("drain", 0) >= 1  # the drain rule found the buffer's end
