@@ -146,7 +146,7 @@ def make_sweep(key: str, steps: dict[int, float], rounds_: int = 6, noise: float
 def make_advice(model, **fields: Any):
     """An Advice (diagnosis.json's `advisor`) from a Model and the fields a test sets; the rest
     neutral (predictions and curve empty, the pick the run's own setting)."""
-    from perfstudy.decide.advice import Advice, Model
+    from perfstudy.decide.advice import Advice
     from perfstudy.decide.advisor import current_settings
 
     now = fields.pop("now", None) or current_settings(model)
@@ -154,7 +154,7 @@ def make_advice(model, **fields: Any):
                "pick_workers": None, "predicted_best_ms": 0.0, "predicted_pick_ms": 0.0,
                "predicted_now_ms": 0.0, "pick_binding": "", "now_binding": "",
                "now_slowest_stage": model.stages[0].label, "gain": 0.0, "now_error": 0.0, "sentence": ""}
-    return Advice(**{f: getattr(model, f) for f in Model.__dataclass_fields__}, **{**neutral, **fields})
+    return Advice.of(model, **{**neutral, **fields})
 
 
 def one_map_model(key: str = "pipeline.num_parallel_workers", cores: int = 2):

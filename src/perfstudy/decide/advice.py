@@ -4,6 +4,7 @@ model built from one run, a prediction at one setting, and the advice (diagnosis
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from perfstudy.common.records import doc
@@ -108,3 +109,8 @@ class Advice(Model):
     pick_is_recommendation: bool = doc("the pick is the answer's setting (else measurement "
                                        "overruled it, or no verdict was issued)", default=True)
     role: str = doc("what the model is to the answer", default="")
+
+    @classmethod
+    def of(cls, model: Model, **fields) -> Advice:
+        """The advice on `model`: its fields, and the prediction's (`fields`)."""
+        return cls(**{f.name: getattr(model, f.name) for f in dataclasses.fields(Model)}, **fields)

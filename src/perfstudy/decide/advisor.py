@@ -388,15 +388,14 @@ def advise(summary: RunSummary, ops: pd.DataFrame | None) -> Advice:
     # the curve MLflow plots: the picked operator's workers, the others as picked
     curve = [CurvePoint(w, predict(model, {**pick.settings, primary.key: w}).step_ms)
              for w in range(1, model.cores + 1)]
-    return Advice(**{f: getattr(model, f) for f in Model.__dataclass_fields__},
-                  now=now, predictions=table, pick=pick.settings, curve=curve,
-                  pick_key=primary.key, pick_workers=pick.settings.get(primary.key),
-                  predicted_best_ms=best.step_ms, predicted_pick_ms=pick.step_ms,
-                  predicted_now_ms=now_row.step_ms, pick_binding=pick.binding,
-                  now_binding=now_row.binding, now_slowest_stage=now_row.slowest_stage,
-                  gain=now_row.step_ms / pick.step_ms - 1,
-                  now_error=(now_row.step_ms - summary.steady_step_ms) / summary.steady_step_ms,
-                  sentence=advisor_sentence(model, now_row, pick, best, summary))
+    return Advice.of(model, now=now, predictions=table, pick=pick.settings, curve=curve,
+                     pick_key=primary.key, pick_workers=pick.settings.get(primary.key),
+                     predicted_best_ms=best.step_ms, predicted_pick_ms=pick.step_ms,
+                     predicted_now_ms=now_row.step_ms, pick_binding=pick.binding,
+                     now_binding=now_row.binding, now_slowest_stage=now_row.slowest_stage,
+                     gain=now_row.step_ms / pick.step_ms - 1,
+                     now_error=(now_row.step_ms - summary.steady_step_ms) / summary.steady_step_ms,
+                     sentence=advisor_sentence(model, now_row, pick, best, summary))
 
 
 def advisor_sentence(model: Model, now: Prediction, pick: Prediction, best: Prediction,
