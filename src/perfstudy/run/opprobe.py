@@ -26,10 +26,17 @@ takes T_beside = T_alone + G (1/free - 1):
 
 A pure-Python loop and NumPy that takes the GIL back between small array operations read
 G ~ T_alone (they wait out every hold); a sleep or a C++ decode ~ 0.
+
+The holder holds the GIL without using a CPU (libc's usleep called through ctypes.PyDLL, which
+keeps the GIL across the call): the slowdown beside it is then the GIL's alone. A holder that
+computed while holding (it did: a sum over a range) also took a core, so where the CPUs were
+scarce (a 1-CPU quota on 2 cores) CPU contention read as GIL time and a pure-Python loop's
+share fell to 0.54.
 """
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import math
 import random
@@ -184,23 +191,28 @@ MIN_ROWS = 16  # rows timed per setting at least (a smoke batch of 4 is too shor
 HOLD_MS, FREE_MS = 20.0, 20.0  # the GIL holder's stretch and pause
 
 
+def _sleep_holding_gil():
+    """libc's usleep called with the GIL held (ctypes.PyDLL does not release it around a call)."""
+    usleep = ctypes.PyDLL(None).usleep
+    usleep.argtypes = [ctypes.c_uint]
+    return usleep
+
+
 class GilHolder(threading.Thread):
-    """Holds the GIL HOLD_MS at a time in one C call that never lets go of it (a sum over a
-    range: no bytecode runs, so no other thread's request is served), then sleeps FREE_MS;
-    `free` is the share of its time the GIL was free, as measured."""
+    """Holds the GIL HOLD_MS at a time in one C call that never lets go of it and uses no CPU
+    (usleep with the GIL held: no other thread's bytecode runs meanwhile), then sleeps FREE_MS
+    with it released; `free` is the share of its time the GIL was free, as measured."""
 
     def __init__(self, hold_ms: float = HOLD_MS, free_ms: float = FREE_MS) -> None:
         super().__init__(daemon=True, name="gil-holder")
         self.free_s, self.halt = free_ms / 1e3, threading.Event()
-        start = time.perf_counter()
-        sum(range(200_000))
-        self.count = max(1000, int(200_000 * hold_ms / 1e3 / max(time.perf_counter() - start, 1e-6)))
+        self.hold_us, self._hold = int(hold_ms * 1e3), _sleep_holding_gil()
         self.held = self.total = 0.0
 
     def run(self) -> None:
         while not self.halt.is_set():
             start = time.perf_counter()
-            sum(range(self.count))
+            self._hold(self.hold_us)
             self.held += time.perf_counter() - start
             time.sleep(self.free_s)
             self.total += time.perf_counter() - start

@@ -37,6 +37,21 @@ def test_the_holder_keeps_other_python_threads_off_while_it_holds():
     assert 0.0 < holder.free < 1.0
 
 
+def test_the_holder_uses_no_cpu_while_it_holds():
+    """The holder only keeps the GIL (it waits in usleep holding it): over a second with the
+    main thread asleep the process uses a small part of the CPU time (a computing holder used
+    ~all of it, and under a CPU quota that read as GIL time)."""
+    holder = opprobe.GilHolder(hold_ms=50.0, free_ms=5.0)
+    cpu, wall = time.process_time(), time.perf_counter()
+    holder.start()
+    time.sleep(1.0)
+    holder.halt.set()
+    holder.join()
+    cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+    assert holder.held > 0.5 * wall  # it held most of the time
+    assert cpu < 0.2 * wall, f"{cpu:.2f} s of CPU in {wall:.2f} s"
+
+
 # serial: the share is a difference of two timings (alone, beside the holder), so another test
 # training on the same 2 cores between them skews it (a loop read < 0.6 once under xdist);
 # in a training run the probe has the machine to itself (the train rule takes every core)
@@ -51,9 +66,11 @@ def test_the_probe_measures_which_transform_needs_the_gil(transform, args, needs
                               f"pipeline.extra_transform_args={args}"])
     # shares far apart by construction (a loop: ~1; a sleep: ~0), not a speed threshold. The
     # share is a difference of two timings: on a clean clone with nothing else running, a loop
-    # once read 0.38 (2026-12-02, beside 577 ms against 429 alone, free 0.53). Until the probe
-    # is made robust (the measurement issue), a reading on the wrong side is measured again, at
-    # most twice, as a contaminated window would be; every reading is shown on failure.
+    # once read 0.38 (2026-12-02, beside 577 ms against 429 alone, free 0.53), and 0.54 under a
+    # 1-CPU quota while the holder computed as it held; with a holder that uses no CPU the loop
+    # reads 0.69-0.73 free and 0.67-0.78 under the quota, a sleep 0.15-0.20. A reading on the
+    # wrong side is measured again, at most twice, as a contaminated window would be; every
+    # reading is shown on failure.
     readings = []
     for _ in range(3):
         gil = opprobe.probe(cfg.pipeline, load_manifest(smoke_dataset)["root"], 2)[0]["gil"]
