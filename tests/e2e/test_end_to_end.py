@@ -162,7 +162,8 @@ def test_every_answer_is_measured_before_it_is_given(study):
         for v in kept:
             assert v["window"]["phases"][0] == "startup" and v["window"]["steps"] <= 1 + 8
             assert v["interference"]["wall_s"] > 0
-        assert verification["budget_share"] == 1.0
+        assert verification["budget_share"] == 1.0 and verification["stretch_share"] == 3.0
+        assert 0 <= rounds["stretched"] <= len(rounds["orders"]) - 3  # never before min_rounds
         if rec["verified"]:  # the promise is a measured ratio with its interval
             checked = rec["verification"]
             assert checked["rounds"] == len(rounds["orders"])

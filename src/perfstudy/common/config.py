@@ -161,6 +161,10 @@ def _validate_verify(cfg: DictConfig) -> None:
         raise ConfigError(f"verify.min_rounds is {ver.min_rounds} and verify.max_rounds "
                           f"{ver.max_rounds}; use 2 <= min_rounds <= max_rounds (an interval "
                           "needs two rounds).")
+    if ver.stretch_share < ver.budget_share:
+        raise ConfigError(f"verify.stretch_share is {ver.stretch_share}, below verify.budget_share "
+                          f"({ver.budget_share}); use a stretch at least the budget (equal: no "
+                          "stretch).")
     if not 0 < ver.budget_share or not 0 < ver.max_interference < 1:
         raise ConfigError(f"verify.budget_share is {ver.budget_share} and "
                           f"verify.max_interference {ver.max_interference}; use a positive "

@@ -283,7 +283,7 @@ def _verified(answer: dict[str, Any], checked: Checked, advice: Advice,
                        "less" if open_ else "no candidate paired with the current setting")
                     + f", so the setting is kept ({how}). "
                     + (f"More rounds decide it (about {needed} in all): raise verify.max_rounds and "
-                       "verify.budget_share" if needed and needed <= FEW_ROUNDS else
+                       "verify.stretch_share" if needed and needed <= FEW_ROUNDS else
                        "Its estimate sits too close to the 10 % line (or its rounds disagree too "
                        "much) for a few more rounds to settle it; a larger gain would be decided"))
         return {**base, "action": "inconclusive", "changes": {}, "settings": canonical(advice.now),

@@ -71,6 +71,8 @@ class Checked:
     wall_s: float = doc("the rounds' wall time")
     share_of_training: float = doc("their wall time over the training's")
     budget_share: float = doc("verify.budget_share")
+    stretched: int = doc("rounds run past the budget: the rounds still needed fit in "
+                         "verify.stretch_share", default=0)
 
     @property
     def own(self) -> MeasuredSetting:
@@ -173,14 +175,16 @@ def verdict(verification: Verification | None, margin: float = GAIN_THAT_MATTERS
         outcome = NO_GAIN
     return Checked(outcome, chosen, settings, len(rounds.orders), rounds.stopped, margin, LEVEL,
                    [v.dropped for v in rounds.dropped()], rounds.disturbed_kept(), rounds.wall_s,
-                   verification.share_of_training, verification.budget_share)
+                   verification.share_of_training, verification.budget_share, rounds.stretched)
 
 
 def protocol_words(checked: Checked) -> str:
     """How the verdict was measured, in words (every verified answer says it)."""
     text = (f"{checked.rounds} interleaved rounds of {len(checked.settings)} settings (each round "
             f"every setting once, in a random order, on a fresh pipeline; stopped: "
-            f"{STOPPED_WORDS.get(checked.stopped, checked.stopped)})")
+            f"{STOPPED_WORDS.get(checked.stopped, checked.stopped)}"
+            + (f", {checked.stretched} of them past the budget, as the rounds needed fit in "
+               "verify.stretch_share" if checked.stretched else "") + ")")
     if checked.dropped:
         text += (f"; {len(checked.dropped)} window(s) measured again, disturbed by "
                  + "; ".join(sorted(set(checked.dropped))))
@@ -190,7 +194,8 @@ def protocol_words(checked: Checked) -> str:
 
 
 STOPPED_WORDS = {"decided": "every candidate settled", "max_rounds": "verify.max_rounds reached",
-                 "budget": "verify.budget_share spent"}
+                 "budget": "verify.budget_share spent (and the rounds needed did not fit in "
+                           "verify.stretch_share)"}
 
 
 def accuracy_rows(checked: Checked | None) -> list[MeasuredSetting]:
@@ -208,8 +213,10 @@ def cost_sentence(verification: Verification | None) -> str | None:
     return (f"Verification: {len(rounds.orders)} rounds of {rounds.settings} settings, {windows} "
             f"windows of {steps} steps in {rounds.wall_s:.0f} s, "
             f"{pct(verification.share_of_training)} of the training's "
-            f"{verification.training_wall_s:.0f} s (budget {pct(verification.budget_share)}); "
-            f"stopped: {STOPPED_WORDS.get(rounds.stopped, rounds.stopped)}.")
+            f"{verification.training_wall_s:.0f} s (budget {pct(verification.budget_share)}"
+            + (f", stretched to at most {pct(verification.stretch_share)} while the rounds needed "
+               f"fit: {rounds.stretched} round(s) past it" if verification.stretch_share else "")
+            + f"); stopped: {STOPPED_WORDS.get(rounds.stopped, rounds.stopped)}.")
 
 
 def operator_kind(advice: Advice, settings: Settings) -> str:

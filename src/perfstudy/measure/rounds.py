@@ -16,7 +16,13 @@ reading is kept whatever it says, and flagged).
 Rounds are added until `decided(rounds so far)` says every comparison is settled (sequential
 stopping, from `min_rounds` on), `max_rounds` are done, or the next round would not fit in
 `budget_s` (judged by the last round's cost; the first `min_rounds` always run: fewer cannot
-make an interval).
+make an interval). The budget stretches to `stretch_s` only while `needed(rounds so far)`, the
+rounds that would settle every open comparison at its spread so far (intervals.rounds_for),
+fit in it: a comparison a few rounds short of an answer gets them, one that sits on the edge of
+the band (or needs more than the stretch holds) stops at the budget. Stretching on an estimate
+of the rounds needed, never on how close to "significant" the interval is, keeps it from being
+"rerun until significant" (benchstat's warning); the A/A calibration (scripts/decision_benchmark.py)
+measures what it does to the false "changed" rate.
 """
 
 from __future__ import annotations
@@ -79,6 +85,8 @@ class Rounds:
     max_interference: float = doc("the share of CPU time others may take before a window is "
                                   "measured again")
     min_rounds: int = doc("rounds run whatever the budget says", default=3)
+    stretched: int = doc("rounds run past budget_s because the rounds still needed fit in "
+                         "the stretch", default=0)
 
     def kept(self) -> list[Visit]:
         return [v for v in self.visits if v.dropped is None]
@@ -121,6 +129,10 @@ class Schedule:
     budget_s: float | None = None
     max_interference: float = 0.10
     decided: Callable[[Rounds], bool] = field(default=lambda rounds: False)
+    # past budget_s, rounds go on up to stretch_s while needed(rounds) (the total rounds that
+    # would settle every open comparison; None: unknown or never) fits in it
+    stretch_s: float | None = None
+    needed: Callable[[Rounds], int | None] = field(default=lambda rounds: None)
 
 
 def _visit(visit: VisitFn, setting: int, round_: int, position: int, limit: float,
@@ -150,18 +162,21 @@ def run(visit: VisitFn, schedule: Schedule, monitor: MonitorFn | None = interfer
     visits: list[Visit] = []
     last_round_s = 0.0
     stopped = "max_rounds"
+    stretched = 0
 
     def so_far(stop: str) -> Rounds:
         return Rounds(schedule.settings, schedule.seed, [list(o) for o in orders], list(visits),
                       stop, clock() - started, schedule.budget_s, schedule.max_interference,
-                      schedule.min_rounds)
+                      schedule.min_rounds, stretched)
 
     for round_ in range(schedule.max_rounds):
         spent = clock() - started
         if (round_ >= schedule.min_rounds and schedule.budget_s is not None
                 and spent + last_round_s > schedule.budget_s):
-            stopped = "budget"
-            break
+            if not _stretch(schedule, so_far("budget"), round_, spent, last_round_s):
+                stopped = "budget"
+                break
+            stretched += 1
         order = [int(i) for i in rng.permutation(schedule.settings)]
         orders.append(order)
         round_started = clock()
@@ -175,6 +190,19 @@ def run(visit: VisitFn, schedule: Schedule, monitor: MonitorFn | None = interfer
             stopped = "decided"
             break
     return so_far(stopped)
+
+
+def _stretch(schedule: Schedule, rounds: Rounds, done: int, spent: float, round_s: float) -> bool:
+    """Past the budget: does the estimate of the rounds still needed fit in the stretch?"""
+    if schedule.stretch_s is None:
+        return False
+    needed = schedule.needed(rounds)
+    if needed is None or needed <= done or needed > schedule.max_rounds:
+        return False
+    fits = spent + (needed - done) * round_s <= schedule.stretch_s
+    log.info("budget spent after %d rounds; %d rounds would settle it: %s", done, needed,
+             "stretched" if fits else "past the stretch, stopped")
+    return fits
 
 
 @dataclass(frozen=True)
@@ -249,3 +277,16 @@ def all_decided(margin: float, reference: int = 0, level: float = LEVEL) -> Call
 def all_settled(margin: float, reference: int = 0, level: float = LEVEL) -> Callable[[Rounds], bool]:
     """The verification's stopping rule: every candidate is settled (Comparison.settled)."""
     return lambda rounds: all(c.settled for c in compare_all(rounds, margin, reference, level))
+
+
+def rounds_to_settle(margin: float, reference: int = 0,
+                     level: float = LEVEL) -> Callable[[Rounds], int | None]:
+    """The rounds that would settle every open comparison (the most any needs; None when one
+    cannot say: no spread yet, or an estimate on the band's edge)."""
+    def needed(rounds: Rounds) -> int | None:
+        open_ = [c for c in compare_all(rounds, margin, reference, level) if not c.settled]
+        if not open_ or any(c.rounds_needed is None for c in open_):
+            return None
+        # paired rounds may be fewer than rounds run (a window not steady pairs nothing)
+        return max(len(rounds.orders) + c.rounds_needed - c.rounds for c in open_)
+    return needed

@@ -347,7 +347,8 @@ def _verify(cfg, propose, train_step: TrainStep, source: str, run_dir: Path,
     """The run's own setting and the model's best others, measured in interleaved rounds."""
     proposal = propose(run_dir, cfg.verify.candidates)
     base = {"plan": proposal.plan, "training_wall_s": training_wall,
-            "budget_share": cfg.verify.budget_share, "skipped": proposal.skipped,
+            "budget_share": cfg.verify.budget_share, "stretch_share": cfg.verify.stretch_share,
+            "skipped": proposal.skipped,
             "model_recommendation": proposal.model_recommendation}
     if not proposal.plan:
         log.info("no verification: %s", proposal.skipped)
@@ -356,10 +357,10 @@ def _verify(cfg, propose, train_step: TrainStep, source: str, run_dir: Path,
                               source, cfg, proposal.plan, run_seed(cfg) + 3, first_index,
                               training_wall)
     result = Verification(rounds=found, **base)
-    log.info("verification: %d settings in %d rounds (%s) in %.0f s (%.0f %% of the training's "
-             "%.0f s); %d window(s) measured again", len(proposal.plan), len(found.orders),
-             found.stopped, found.wall_s, 100 * result.share_of_training, training_wall,
-             len(found.dropped()))
+    log.info("verification: %d settings in %d rounds (%s, %d past the budget) in %.0f s (%.0f %% "
+             "of the training's %.0f s); %d window(s) measured again", len(proposal.plan),
+             len(found.orders), found.stopped, found.stretched, found.wall_s,
+             100 * result.share_of_training, training_wall, len(found.dropped()))
     return result
 
 

@@ -153,7 +153,8 @@ class Point(Protocol):
 
 def measure_rounds(step_fn: StepFn, source: str, cfg, points: Sequence[Point], base_seed: int,
                    first_index: int, *, budget_s: float | None, max_rounds: int,
-                   decided: Callable[[Rounds], bool]) -> Rounds:
+                   decided: Callable[[Rounds], bool], stretch_s: float | None = None,
+                   needed: Callable[[Rounds], int | None] | None = None) -> Rounds:
     """Measure every point's setting in interleaved rounds (windows as measure_window), until
     `decided`, max_rounds or the budget (verify.min_rounds and verify.max_interference apply)."""
     state = {"index": first_index}
@@ -170,7 +171,8 @@ def measure_rounds(step_fn: StepFn, source: str, cfg, points: Sequence[Point], b
 
     schedule = Schedule(len(points), seed=base_seed, min_rounds=cfg.verify.min_rounds,
                         max_rounds=max_rounds, budget_s=budget_s,
-                        max_interference=cfg.verify.max_interference, decided=decided)
+                        max_interference=cfg.verify.max_interference, decided=decided,
+                        stretch_s=stretch_s, needed=needed or (lambda rounds: None))
     return rounds_mod.run(visit, schedule)
 
 
@@ -182,9 +184,12 @@ def budget(share: float, training_wall_s: float) -> float | None:
 def run_rounds(step_fn: StepFn, source: str, cfg, plan: list[Planned], base_seed: int,
                first_index: int, training_wall_s: float) -> Rounds:
     """The verification: every planned setting (plan[0]: the run's own) in interleaved rounds,
-    until every candidate is settled against plan[0]."""
+    until every candidate is settled against plan[0] (the budget stretched to
+    verify.stretch_share while the rounds that would settle them fit)."""
     ver = cfg.verify
     return measure_rounds(step_fn, source, cfg, plan, base_seed, first_index,
                           budget_s=budget(ver.budget_share, training_wall_s),
                           max_rounds=ver.max_rounds,
-                          decided=rounds_mod.all_settled(GAIN_THAT_MATTERS))
+                          decided=rounds_mod.all_settled(GAIN_THAT_MATTERS),
+                          stretch_s=budget(ver.stretch_share, training_wall_s),
+                          needed=rounds_mod.rounds_to_settle(GAIN_THAT_MATTERS))

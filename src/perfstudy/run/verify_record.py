@@ -47,6 +47,9 @@ class Verification:
     skipped: str | None = doc("why nothing was measured", default=None)
     model_recommendation: str | None = doc("the model's answer the plan was made from",
                                            default=None)
+    stretch_share: float | None = doc("verify.stretch_share: how far the budget may stretch "
+                                      "while the rounds still needed fit (None: recorded "
+                                      "before it existed)", default=None)
 
     @property
     def wall_s(self) -> float:

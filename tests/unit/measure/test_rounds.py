@@ -98,6 +98,47 @@ def test_the_budget_stops_rounds_after_the_first_ones_never_before():
     assert len(found.orders) == 4 and found.stopped == "budget"  # 80 s + a 20 s round > 85 s
 
 
+def test_the_budget_stretches_only_while_the_rounds_needed_fit():
+    """Past the budget, rounds go on while the estimate of the rounds that would settle it
+    fits in the stretch; an estimate past the stretch, or none, stops at the budget."""
+    now = {"t": 0.0}
+
+    def visit(setting, round_):
+        now["t"] += 10.0  # a 20 s round
+        return window(100.0)
+
+    def run(needed, stretch_s=130.0):
+        now["t"] = 0.0
+        schedule = Schedule(2, seed=0, min_rounds=3, max_rounds=10, budget_s=45.0,
+                            stretch_s=stretch_s, needed=lambda found: needed)
+        return rounds.run(visit, schedule, None, clock=lambda: now["t"])
+    found = run(6)  # 6 rounds: 60 s + 3 x 20 s = 120 s <= 130 s: stretched 3 rounds
+    assert len(found.orders) == 6 and found.stretched == 3 and found.stopped == "budget"
+    found = run(7)  # 7 rounds would end at 140 s > 130 s: not one round past the budget
+    assert len(found.orders) == 3 and found.stretched == 0 and found.stopped == "budget"
+    assert len(run(None).orders) == 3  # no estimate: no stretch
+    assert len(run(6, stretch_s=None).orders) == 3  # no stretch asked
+
+
+def test_the_rounds_needed_come_from_the_open_comparisons_spread():
+    """rounds_to_settle: the most rounds any open comparison needs, from its own spread; a
+    noisy candidate 8 % faster needs more rounds than a quiet one 25 % faster, and none once
+    every comparison is settled."""
+    series = {0: [100, 104, 97, 101], 1: [80, 70, 90, 78], 2: [95, 90, 99, 88]}
+    orders = [[0, 1, 2]] * 4
+    visits = [rounds.Visit(s, r, s, window(series[s][r]), None) for r in range(4) for s in range(3)]
+    found = rounds.Rounds(3, 0, orders, visits, "budget", 1.0, None, 0.10)
+    needed = rounds.rounds_to_settle(0.10)(found)
+    by = {c.setting: c for c in rounds.compare_all(found, 0.10)}
+    open_ = [c for c in by.values() if not c.settled]
+    assert open_ and needed == max(4 + c.rounds_needed - c.rounds for c in open_) and needed > 4
+    quiet = [rounds.Visit(s, r, s, window([100, 70 + r % 2][s]), None) for r in range(4)
+             for s in range(2)]  # 0.70-0.71x every round: faster, settled
+    settled = rounds.Rounds(2, 0, orders, quiet, "budget", 1.0, None, 0.10)
+    assert all(c.settled for c in rounds.compare_all(settled, 0.10))
+    assert rounds.rounds_to_settle(0.10)(settled) is None
+
+
 def test_a_window_that_never_settles_leaves_its_round_unpaired():
     def visit(setting, round_):
         return Window(None if (setting == 1 and round_ == 0) else 100.0, 8, 0, 1.0)
