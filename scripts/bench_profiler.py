@@ -43,7 +43,7 @@ def train_once(arm: str, profiler: str, round_index: int, results: Path, data_ro
     return {"profiler": profiler, "round": round_index, "steady_step_ms": summary.steady_step_ms,
             "gap_share": summary.gap_share, "fwd_bwd_ms_mean": summary.fwd_bwd_ms.mean,
             "train_wall_s": summary.train_wall_s,
-            "analyse_s": (summary.profile or {}).get("analyse_s", 0.0),
+            "analyse_s": summary.profile.analyse_s or 0.0,
             "profiled_step_ms": window.steady_step_ms if window else None,
             "profiled_gap_share": window.gap_share if window else None}
 

@@ -48,7 +48,7 @@ def main() -> None:
             diagnosis = read_diagnosis(diagnosis_path.parent)
             tags[f"perfstudy.verdict.{row.arm}"] = (f"{verdict_label(diagnosis.bound)}, "
                                                     f"{row.input_bound} input-bound")
-            tags[f"perfstudy.culprit.{row.arm}"] = (diagnosis.culprit or {}).get("label", "none")
+            tags[f"perfstudy.culprit.{row.arm}"] = diagnosis.culprit.label if diagnosis.culprit else "none"
             tags[f"perfstudy.recommendation.{row.arm}"] = diagnosis.recommendation.sentence
         arm_runs[row.arm] = read_json(Path(args.runs_dir) / row.arm / "mlflow_run.json")["run_id"]
     for run_file in args.run_files:  # every run of the study, repeats included

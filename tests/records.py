@@ -69,10 +69,10 @@ BASE_DIAGNOSIS: dict[str, Any] = {
     "arm": "baseline", "study": "seed_case", "bound": "input", "headline": "Highly input-bound.",
     "input_bound": {"band": "highly", "gap_share": 0.6, "gap_ms_mean": 600.0, "steady_step_ms": 1000.0,
                     "thresholds": {"highly": 0.2, "moderately": 0.05}},
-    "culprit": {}, "queue_rule": None,
+    "culprit": None, "queue_rule": None,
     "cpu": {"cores": 2, "host_busy_pct": None, "process_pct": None, "per_op_pct": {},
             "cpu_floor_ms": 500.0, "steady_vs_cpu_floor": 2.0, "saturated": False, "near_cpu_floor": False},
-    "compute_ms": 600.0, "iterator_wait": {}, "cross_check": {},
+    "compute_ms": 600.0, "iterator_wait": None, "cross_check": None,
     "profiled": False, "profiler_effect": None, "advisor": None}
 
 

@@ -5,6 +5,8 @@ import subprocess
 import pytest
 from conftest import PYTHON, REPO, RUFF, SNAKEMAKE, env_without_mlflow
 
+from perfstudy.orchestrate.workflow_config import Workflow
+
 
 def snakemake(*args, workdir, timeout=300):
     """Run the project's Snakefile with its working directory (and lock) in workdir."""
@@ -132,12 +134,12 @@ def test_sweep_arms_are_the_sweeps_overrides_plus_the_value():
         "arms": {"baseline": ["experiment=baseline"]},
         "sweep": {"name": "w", "key": "pipeline.num_parallel_workers", "values": [1, 4, 16],
                   "overrides": ["experiment=tuned"]}}}}
-    assert list(arm_table(wf)) == ["baseline", "w_1", "w_4", "w_16"]
-    assert arm_overrides(wf, "s", "w_4")[:3] == ["experiment=tuned", "pipeline.num_parallel_workers=4",
+    assert list(arm_table(Workflow.of(wf))) == ["baseline", "w_1", "w_4", "w_16"]
+    assert arm_overrides(Workflow.of(wf), "s", "w_4")[:3] == ["experiment=tuned", "pipeline.num_parallel_workers=4",
                                                  "size=smoke"]
     wf["studies"]["s"]["arms"]["w_4"] = ["experiment=tuned"]
     with pytest.raises(ConfigError, match="also written under `arms:`"):
-        arm_table(wf)
+        arm_table(Workflow.of(wf))
 
 
 def test_the_scenarios_study_plans_each_diagnosed_run_and_its_sweep(tmp_path):
@@ -160,21 +162,21 @@ def test_scenario_arms_carry_their_role_truth_and_key():
     wf = {"study": "b", "results": "r", "overrides": ["size=smoke"], "studies": {"b": {"scenarios": {
         "slow": {"arm": ["experiment=slow_reader"], "key": "pipeline.reader_workers", "values": [1, 2]},
         "same": {"arm": ["experiment=slow_reader", "pipeline.reader_workers=2"], "truth": "slow"}}}}}
-    assert list(arm_table(wf)) == ["slow", "slow_sweep", "same"]
-    cfg = compose_arm(wf, "b", "slow_sweep")
+    assert list(arm_table(Workflow.of(wf))) == ["slow", "slow_sweep", "same"]
+    cfg = compose_arm(Workflow.of(wf), "b", "slow_sweep")
     assert (cfg.scenario.role, cfg.scenario.truth) == ("truth", "slow")
     assert (cfg.sweep.key, list(cfg.sweep.workers), cfg.sweep.processes) == ("pipeline.reader_workers", [1, 2], False)
     assert cfg.profiler.name == "off" and cfg.pipeline.reader_delay_ms == 40 and cfg.verify.candidates == 0
-    same = compose_arm(wf, "b", "same")
+    same = compose_arm(Workflow.of(wf), "b", "same")
     assert (same.scenario.role, same.scenario.truth, same.scenario.key) == \
         ("diagnosed", "slow", "pipeline.reader_workers")
     wf["studies"]["b"]["autotune"] = True  # each scenario also run by MindSpore's AutoTune
-    assert list(arm_table(wf)) == ["slow", "slow_autotune", "slow_sweep", "same"]
-    tuned = compose_arm(wf, "b", "slow_autotune")
+    assert list(arm_table(Workflow.of(wf))) == ["slow", "slow_autotune", "slow_sweep", "same"]
+    tuned = compose_arm(Workflow.of(wf), "b", "slow_autotune")
     assert tuned.pipeline.autotune and tuned.scenario.role == "peer" and tuned.profiler.name == "off"
     wf["studies"]["b"]["select"] = ["same"]
     with pytest.raises(ConfigError, match="needs scenario 'slow'"):
-        arm_table(wf)
+        arm_table(Workflow.of(wf))
 
 
 def test_the_mindcv_study_sweeps_the_recipes_image_map_by_address():
@@ -184,14 +186,14 @@ def test_the_mindcv_study_sweeps_the_recipes_image_map_by_address():
 
     wf = yaml.safe_load((REPO / "workflow" / "config.yaml").read_text())
     wf.update(study="mindcv", overrides=["size=smoke"])
-    arms = list(arm_table(wf))
+    arms = list(arm_table(Workflow.of(wf)))
     assert {"mindcv_resnet50", "mindcv_mobilenet", "mindcv_resnet50_sweep",
             "mindcv_mobilenet_sweep"} <= set(arms)
-    swept = compose_arm(wf, "mindcv", "mindcv_mobilenet_sweep")
+    swept = compose_arm(Workflow.of(wf), "mindcv", "mindcv_mobilenet_sweep")
     assert swept.pipeline._target_ == "perfstudy.run.mindcv_recipe.imagenet_recipe"
     assert (swept.sweep.key, swept.sweep.processes) == ("pipeline.workers.map_2", True)
     assert swept.model.args["model_name"] == "mobilenet_v3_small_100"
-    diagnosed = compose_arm(wf, "mindcv", "mindcv_resnet50")
+    diagnosed = compose_arm(Workflow.of(wf), "mindcv", "mindcv_resnet50")
     assert diagnosed.scenario.key == "pipeline.workers.map_2" and not diagnosed.pipeline.workers
 
 
@@ -224,5 +226,5 @@ def test_repeats_train_in_rounds_each_run_after_the_one_before(tmp_path):
         after[run] = before.group(1) if before else None
     wf = {"study": "seed_case", "repeats": 2, "arms": ["baseline", "tuned"],
           "studies": {"seed_case": {"arms": {"baseline": [], "tuned": []}}}}
-    order = run_order(wf, "seed_case")
+    order = run_order(Workflow.of(wf), "seed_case")
     assert after == dict(zip(order, [None, *order[:-1]], strict=True))

@@ -11,9 +11,11 @@ from perfstudy.common.config import ConfigError, to_container
 from perfstudy.data.prepare import Settings, prepared_dir
 from perfstudy.orchestrate.study import (arm_overrides, compose_arm, manifest_path, previous_run,
                              run_names, source_manifest_path)
+from perfstudy.orchestrate.workflow_config import Workflow
 
-RESULTS = config["results"]
-STUDY = config["study"]
+FLOW = Workflow.of(config)  # checked against its schema (Snakefile); read by field from here on
+RESULTS = FLOW.results
+STUDY = FLOW.study
 CONF_FILES = sorted(str(p) for p in Path(workflow.basedir, "conf").rglob("*.yaml"))
 SCRIPTS = Path(workflow.basedir) / "scripts"
 # The interpreter snakemake runs in (the project's .venv), or the rule's conda env's.
@@ -21,8 +23,8 @@ PYTHON = ("python" if DeploymentMethod.CONDA in workflow.deployment_settings.dep
           else sys.executable)
 
 try:
-    ARMS = run_names(config, STUDY)  # every run: each arm, and its repeats <arm>.r<k>
-    ARM_CONFIGS = {arm: compose_arm(config, STUDY, arm) for arm in ARMS}
+    ARMS = run_names(FLOW, STUDY)  # every run: each arm, and its repeats <arm>.r<k>
+    ARM_CONFIGS = {arm: compose_arm(FLOW, STUDY, arm) for arm in ARMS}
 except ConfigError as exc:
     raise WorkflowError(str(exc)) from None
 
@@ -31,7 +33,7 @@ def train_after(wildcards):
     """With repeats > 1 the runs train in seeded random rounds (perfstudy.orchestrate.study.
     run_order): each waits for the run before it. ancient(): an order, not data, so retraining
     one run does not retrain the runs after it."""
-    before = previous_run(config, wildcards.study, wildcards.arm)
+    before = previous_run(FLOW, wildcards.study, wildcards.arm)
     return [ancient(f"{RESULTS}/runs/{wildcards.study}/{before}/summary.json")] if before else []
 
 
@@ -82,7 +84,7 @@ def claims_input(wildcards):
     exists): an input, so editing a claim rebuilds the report; [] without one."""
     from perfstudy.decide.claims_file import claims_path
 
-    path = claims_path(wildcards.study, config["studies"][wildcards.study].get("claims"),
+    path = claims_path(wildcards.study, FLOW.studies[wildcards.study].claims or None,
                        workflow.basedir)
     if path is not None and not path.is_file():
         raise WorkflowError(f"Study {wildcards.study}'s claims file {path} does not exist; fix "

@@ -7,7 +7,7 @@ rule compose_config:
     params:
         python=PYTHON,
         script=SCRIPTS / "compose_config.py",
-        overrides=lambda w: arm_overrides(config, w.study, w.arm),
+        overrides=lambda w: arm_overrides(FLOW, w.study, w.arm),
     log:
         f"{RESULTS}/logs/compose_config/{{study}}/{{arm}}.log",
     benchmark:

@@ -80,6 +80,24 @@ class Prediction:
 
 
 @dataclass(frozen=True)
+class Swing:
+    """How far one operator's own setting moves the predicted step, the others kept as they run
+    (perfstudy.decide.advisor.step_swing); the culprit's carries its CPU share."""
+
+    label: str = doc("the operator, as the report names it")
+    key: str = doc("the config key that sizes it")
+    swing: float = doc("slowest / fastest predicted step - 1")
+    slowest: Settings = doc("its setting with the slowest predicted step")
+    slowest_ms: float = doc("that step (ms)")
+    fastest: Settings = doc("its setting with the fastest predicted step")
+    fastest_ms: float = doc("that step (ms)")
+    cpu_ms_per_batch: float | None = doc("its CPU ms per batch at the current setting (the "
+                                         "culprit's only)", default=None)
+    pipeline_cpu_ms: float | None = doc("the whole pipeline's CPU ms per batch then",
+                                        default=None)
+
+
+@dataclass(frozen=True)
 class CurvePoint:
     """The picked operator at one worker count (MLflow plots the curve)."""
 

@@ -44,7 +44,8 @@ from typing import Any
 import pandas as pd
 
 from perfstudy.common.thresholds import WITHIN_BEST, pct
-from perfstudy.decide.advice import Advice, CurvePoint, Model, Prediction, ProbePoint, Stage
+from perfstudy.decide.advice import Advice, CurvePoint, Model, Prediction, ProbePoint, Stage, Swing
+from perfstudy.run.probe_record import GilPoint, ProbedOperator
 from perfstudy.run.settings import BUILTIN_PIPELINE, MP, PRIMARY_KEY, Settings
 from perfstudy.run.summary import RunSummary
 
@@ -64,18 +65,17 @@ def _num(value: Any, default: float = 0.0) -> float:
     return default if value is None or (isinstance(value, float) and math.isnan(value)) else float(value)
 
 
-def _points(probe: dict[str, Any] | None) -> list[ProbePoint]:
+def _points(probe: ProbedOperator | None) -> list[ProbePoint]:
     """A probe's measured points (perfstudy.run.opprobe writes them into the calibration)."""
-    return [ProbePoint(int(p["workers"]), bool(p["multiprocessing"]), float(p["wall_ms_per_batch"]),
-                       float(p["cpu_ms_per_batch"]), int(p.get("samples", 1)))
-            for p in (probe or {}).get("points", []) if "wall_ms_per_batch" in p]
+    return [ProbePoint(p.workers, p.multiprocessing, p.wall_ms_per_batch, p.cpu_ms_per_batch)
+            for p in (probe.measured() if probe else [])]
 
 
 def _profiled_stages(summary: RunSummary, ops: pd.DataFrame) -> tuple[list[Stage], float]:
     """Stages of the sized operators from the profile, and the CPU of all other operators."""
     window = summary.profiled_window
     step_ms = (window.steady_step_ms if window else None) or summary.steady_step_ms
-    probed = {p["config_key"]: p for p in summary.calibration.operators}
+    probed = {p.config_key: p for p in summary.calibration.operators}
     cpu_ms = {int(r["op_id"]): _num(r["cpu_pct"]) / 100 * step_ms for _, r in ops.iterrows()}
     keyed = ops[ops["config_key"].notna()] if "config_key" in ops else ops.iloc[0:0]
     if keyed.empty:  # a profile without config keys: the costliest map is the article's
@@ -93,7 +93,7 @@ def _profiled_stages(summary: RunSummary, ops: pd.DataFrame) -> tuple[list[Stage
         probe = probed.get(row["config_key"])
         points = _points(probe)
         if points:
-            stages.append(Stage(**base, **_probed_fields(points, probe.get("gil"))))
+            stages.append(Stage(**base, **_probed_fields(points, probe.gil)))
             continue
         per_worker = _num(row.get("cpu_pct_per_worker"), _num(row["cpu_pct"]) / workers)
         busy = min(1.0, max(per_worker / 100, 1e-3))
@@ -120,38 +120,38 @@ def held_up(input_usage: float, output_usage: float) -> bool:
     return input_usage >= WELL_FILLED and output_usage <= NEAR_EMPTY
 
 
-def _probed_stage(probe: dict[str, Any], summary: RunSummary) -> Stage:
+def _probed_stage(probe: ProbedOperator, summary: RunSummary) -> Stage:
     """A Python operator's stage from its probe alone (a run without a dataset profile)."""
     settings = summary.operator_settings or {}
-    key = probe["config_key"]
-    fields = _probed_fields(_points(probe), probe.get("gil"))
-    name = str(probe.get("operation", key)).rpartition(":")[2]
+    key = probe.config_key
+    fields = _probed_fields(_points(probe), probe.gil)
+    name = str(probe.operation or key).rpartition(":")[2]
     # an addressed map reads 'map_2 [RandomCropDecodeResize, ..., HWC2CHW]': its operations
     # (what decides a culprit's kind, e.g. decode) are in the brackets; a callable is its own
     _, bracket, inside = name.partition(" [")
     operations = inside.rstrip("]").split(", ") if bracket else [name]
     one = min(fields["points"], key=lambda p: (p.multiprocessing, p.workers))
     return Stage(key=key, label=f"{name} ({key})", op_id=None, operations=operations,
-                 workers_now=int(settings.get(key) or probe.get("workers_now") or 1),
-                 multiprocessing_now=bool(settings.get(key + MP, probe.get("multiprocessing_now"))),
+                 workers_now=int(settings.get(key) or probe.workers_now or 1),
+                 multiprocessing_now=bool(settings.get(key + MP, probe.multiprocessing_now)),
                  cpu_ms_per_batch=one.cpu_ms_per_batch, **fields)
 
 
-def gil_share(gil: dict[str, Any] | None, alone_ms: float | None = None) -> float | None:
+def gil_share(gil: GilPoint | None, alone_ms: float | None = None) -> float | None:
     """The share of its 1-thread time alone that an operator's GIL point (perfstudy.run.opprobe)
     measured: of the point's own run alone, else of `alone_ms`; None without a point."""
-    reference = (gil or {}).get("wall_ms_per_batch_alone") or alone_ms
+    reference = (gil.wall_ms_per_batch_alone if gil else None) or alone_ms
     if not gil or not reference or reference <= 0:
         return None
-    return min(1.0, max(0.0, gil["gil_ms_per_batch"] / reference))
+    return min(1.0, max(0.0, gil.gil_ms_per_batch / reference))
 
 
-def _probed_fields(points: list[ProbePoint], gil: dict[str, Any] | None = None) -> dict[str, Any]:
+def _probed_fields(points: list[ProbePoint], gil: GilPoint | None = None) -> dict[str, Any]:
     """A probed stage's kind, points, how busy one thread worker is alone, and the share of its
     time that needs the GIL: measured beside a GIL holder (`gil`, the probe's point); without
     that point, Python that computes (>= half a core) counts as all GIL, one that waits as none."""
-    if gil and gil.get("wall_ms_per_batch_alone"):
-        points = [_with_second_sample(p, gil["wall_ms_per_batch_alone"]) for p in points]
+    if gil and gil.wall_ms_per_batch_alone:
+        points = [_with_second_sample(p, gil.wall_ms_per_batch_alone) for p in points]
     one = min(points, key=lambda p: (p.multiprocessing, p.workers))
     measured = gil_share(gil, one.wall_ms_per_batch)  # of the paired run alone, timed next to it
     busy = min(1.0, one.cpu_ms_per_batch / max(one.wall_ms_per_batch, 1e-9))
@@ -327,15 +327,14 @@ def candidates(model: Model) -> list[Settings]:
     return combos
 
 
-def step_swing(model: Model, stage: Stage) -> dict[str, Any]:
+def step_swing(model: Model, stage: Stage) -> Swing:
     """How far one operator's own setting moves the predicted step, the others kept as they
     run: its slowest and fastest setting, and slowest / fastest - 1 (the `swing`)."""
     rows = [predict(model, option) for option in stage_options(model, stage)]
     slow = max(rows, key=lambda r: r.step_ms)
     fast = min(rows, key=lambda r: r.step_ms)
-    return {"label": stage.label, "key": stage.key, "swing": slow.step_ms / fast.step_ms - 1,
-            "slowest": slow.settings, "slowest_ms": slow.step_ms,
-            "fastest": fast.settings, "fastest_ms": fast.step_ms}
+    return Swing(stage.label, stage.key, slow.step_ms / fast.step_ms - 1, slow.settings,
+                 slow.step_ms, fast.settings, fast.step_ms)
 
 
 def cost(settings: Settings, now: Settings) -> tuple:

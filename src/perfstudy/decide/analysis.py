@@ -22,7 +22,8 @@ import pandas as pd
 
 from perfstudy.common.io import read_json, write_csv
 from perfstudy.decide import diagnosis, peers, verification
-from perfstudy.decide.recommendation import Diagnosis, write_diagnosis
+from perfstudy.decide.readings import Readings
+from perfstudy.decide.recommendation import Diagnosis, ProfiledWindow, write_diagnosis
 from perfstudy.measure import minddata, msanalyzer, timeline
 from perfstudy.run.summary import read_summary
 from perfstudy.run.verify_record import Proposal
@@ -52,9 +53,9 @@ def diagnose_run(run_dir: str | Path) -> dict[str, Any]:
     profile_dir = run / "profile"
     window = profiled_window(steps)
     ops = queues = iterator_frame = None
-    host, waits = {}, {}
+    host, waits = {}, None
     meta = summary.profile
-    if meta.get("dataset"):
+    if meta.dataset:
         profile = minddata.load(profile_dir)
         ops = minddata.op_table(profile, window)
         queues = minddata.queue_series(profile)
@@ -62,17 +63,16 @@ def diagnose_run(run_dir: str | Path) -> dict[str, Any]:
         waits = minddata.iterator_waits(profile, window)
         iterator_frame = profile.iterator
     kernels, cross, joined = None, None, pd.DataFrame(columns=timeline.TIMELINE_COLUMNS)
-    trace_path = timeline.find_trace(profile_dir) if meta.get("timeline") else None
+    trace_path = timeline.find_trace(profile_dir) if meta.timeline else None
     if trace_path is not None:
         kernels = timeline.load_kernels(trace_path)
         joined = timeline.match_host(timeline.timeline_steps(kernels), steps)
         cross = timeline.cross_check(joined)
-    elif meta.get("timeline"):
-        cross = {"steps": 0, "agrees": None,
-                 "sentence": "The op profiler ran but wrote no trace_view.json; see the train log."}
+    elif meta.timeline:
+        cross = timeline.NO_TRACE
     result = diagnosis.diagnose(summary, steps, ops, host, waits, cross).completed(
-        window={"start_s": window[0], "end_s": window[1]},
-        sampling_interval_ms=meta.get("sampling_interval_ms"))
+        window=ProfiledWindow(*window),
+        sampling_interval_ms=meta.sampling_interval_ms)
     return {"diagnosis": result, "summary": summary, "steps": steps, "ops": ops,
             "queues": queues, "joined": joined, "kernels": kernels, "iterator": iterator_frame,
             "cross": cross}
@@ -89,21 +89,18 @@ def propose(run_dir: str | Path, k: int) -> Proposal:
                     model_recommendation=found.recommendation.sentence)
 
 
-def peer_readings(run: Path, found: dict[str, Any]) -> dict[str, Any]:
+def peer_readings(run: Path, found: dict[str, Any]) -> Readings:
     """The tools users have, on this run (perfstudy.decide.peers): MindSpore's analyzer on its
     profile, AutoTune's setting where this arm is AutoTune's, and ours beside them."""
-    out = {"ours": peers.ours(found["diagnosis"].recommendation)}
-    if found["summary"].profile.get("dataset"):
-        out["msanalyzer"] = peers.analyzer(msanalyzer.read(run / "profile"), found["ops"])
-        log.info("%s: %s (%s)", msanalyzer.TOOL, out["msanalyzer"].get("operator") or "-",
-                 out["msanalyzer"].get("advice"))
+    theirs = None
+    if found["summary"].profile.dataset:
+        theirs = peers.analyzer(msanalyzer.read(run / "profile"), found["ops"])
+        log.info("%s: %s (%s)", msanalyzer.TOOL, theirs.operator or "-", theirs.advice)
     ops = found["ops"]
     if ops is None and (run / "profile" / "pipeline.json").exists():  # profiler off: as built
         ops = peers.described_ops(read_json(run / "profile" / "pipeline.json"))
-    tuned = peers.autotune(found["summary"], ops)
-    if tuned is not None:
-        out["autotune"] = tuned
-    return out
+    return Readings(peers.ours(found["diagnosis"].recommendation), theirs,
+                    peers.autotune(found["summary"], ops))
 
 
 def analyze_run(run_dir: str | Path) -> Diagnosis:
@@ -120,5 +117,5 @@ def analyze_run(run_dir: str | Path) -> Diagnosis:
     write_diagnosis(run, result)
     log.info("%s: %s %s", found["summary"].arm, result.headline, result.recommendation.sentence)
     if found["cross"]:
-        log.info("%s", found["cross"]["sentence"])
+        log.info("%s", found["cross"].sentence)
     return result

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -29,7 +30,7 @@ import pandas as pd
 from perfstudy.common.records import from_dict
 from perfstudy.common.thresholds import pct
 from perfstudy.decide import pick, remedy
-from perfstudy.decide.advisor import predict
+from perfstudy.decide.advisor import canonical, predict
 from perfstudy.decide.claim_result import ClaimResult, Scorecard
 from perfstudy.decide.diagnosis import verdict_label
 from perfstudy.measure.intervals import median_interval
@@ -64,8 +65,9 @@ def _culprit_key(claim, arms, _prepared):
     arm = _arm(arms, claim["arm"])
     if not arm.diagnosis:
         raise Unmeasured(f"{arm.name} has no diagnosis (run the analyze rule)")
-    culprit = arm.diagnosis.culprit or {}
-    return culprit.get("config_key") or "none", culprit.get("label", "no slow operator")
+    culprit = arm.diagnosis.culprit
+    return ((culprit.config_key if culprit else None) or "none",
+            culprit.label if culprit else "no slow operator")
 
 
 def _culprit_against_analyzer(claim, arms, _prepared):
@@ -74,24 +76,73 @@ def _culprit_against_analyzer(claim, arms, _prepared):
     arm = _arm(arms, claim["arm"])
     if not arm.diagnosis:
         raise Unmeasured(f"{arm.name} has no diagnosis (run the analyze rule)")
-    reading = (arm.diagnosis.peers or {}).get("msanalyzer")
+    reading = arm.diagnosis.peers.msanalyzer if arm.diagnosis.peers else None
     if not reading:
         raise Unmeasured(f"{arm.name} has no dataset profile for MindSpore's analyzer (profiler off)")
-    if reading.get("error"):
-        raise Unmeasured(reading["error"])
-    culprit = arm.diagnosis.culprit or {}
-    ours = culprit.get("config_key") == claim["truth"]
-    theirs = reading.get("key") == claim["truth"]
+    if reading.error:
+        raise Unmeasured(reading.error)
+    culprit = arm.diagnosis.culprit
+    ours = culprit is not None and culprit.config_key == claim["truth"]
+    theirs = reading.key == claim["truth"]
     value = {(True, False): "ours only", (True, True): "both", (False, True): "the analyzer only",
              (False, False): "neither"}[(ours, theirs)]
-    return value, (f"ours: {culprit.get('label', 'none')}; MindSpore's analyzer: "
-                   f"{reading.get('operator') or 'none'} ({reading.get('advice')})")
+    return value, (f"ours: {culprit.label if culprit else 'none'}; MindSpore's analyzer: "
+                   f"{reading.operator or 'none'} ({reading.advice})")
+
+
+@dataclass(frozen=True)
+class Paired:
+    """A ratio measured paired by round inside one run (its verification's interleaved rounds),
+    with its interval: a claim is judged on the whole interval, not on the point."""
+
+    value: float
+    low: float
+    high: float
+    rounds: int
+    level: float
+
+    def __float__(self) -> float:
+        return self.value
+
+
+def _only_settings_differ(a, b) -> bool:
+    """Same data, model and pipeline code, size and batch: the arms differ in operator settings
+    at most, so one run's windows at the other's settings measure the other arm."""
+    x, y = a.summary, b.summary
+    return (x.dataset_sha256 == y.dataset_sha256 and x.factories == y.factories
+            and (x.size, x.batch_size, x.image_size) == (y.size, y.batch_size, y.image_size))
+
+
+def paired_speedup(arm, against) -> tuple[Paired, str] | None:
+    """The arm's speedup over `against`, paired by round: from the arm's verification where it
+    measured the other arm's settings beside its own (else from the other arm's, inverted). The
+    arms' own windows ran minutes apart, and the host drifts between them (+16 % on one arm's
+    setting within a run, docs/measurement.md); None where neither run measured the other."""
+    if not _only_settings_differ(arm, against):
+        return None
+    for source, other, flip in ((arm, against, False), (against, arm, True)):
+        checked = source.diagnosis.recommendation.verification if source.diagnosis else None
+        target = canonical(other.summary.operator_settings or {})
+        for row in (checked.settings[1:] if checked else []):
+            c = row.comparison
+            if c is None or c.ratio is None or c.low is None or c.high is None \
+                    or canonical(row.settings) != target:
+                continue
+            found = Paired(c.ratio, c.low, c.high, c.rounds, c.level) if not flip else \
+                Paired(1 / c.ratio, 1 / c.high, 1 / c.low, c.rounds, c.level)
+            return found, (f"paired by round in {source.name}'s verification ({c.rounds} "
+                           f"interleaved rounds: {other.name}'s settings beside {source.name}'s)")
+    return None
 
 
 def _speedup(claim, arms, _prepared):
     arm, against = _arm(arms, claim["arm"]), _arm(arms, claim.get("against"), "compared arm")
+    paired = paired_speedup(arm, against)
+    if paired is not None:
+        return paired
     return against.summary.steady_step_ms / arm.summary.steady_step_ms, (
-        f"{arm.summary.steady_step_ms:.0f} vs {against.summary.steady_step_ms:.0f} ms per step")
+        f"{arm.summary.steady_step_ms:.0f} vs {against.summary.steady_step_ms:.0f} ms per step, "
+        "each arm's own window (measured minutes apart, not paired)")
 
 
 def allowed_speedup(arm, against) -> float:
@@ -102,7 +153,7 @@ def allowed_speedup(arm, against) -> float:
 
 def _speedup_of_allowed(claim, arms, prepared):
     arm, against = _arm(arms, claim["arm"]), _arm(arms, claim.get("against"), "compared arm")
-    speedup = _speedup(claim, arms, prepared)[0]
+    speedup = float(_speedup(claim, arms, prepared)[0])
     allowed = allowed_speedup(arm, against)
     return speedup / allowed, (f"{speedup:.2f}x of the {allowed:.2f}x its "
                                f"{_floor_name(arm.summary.binding_floor)} "
@@ -236,6 +287,9 @@ def judge(claim: dict[str, Any], values: list[Any], kind: str) -> dict[str, Any]
     does not hold (on none), inconclusive (the interval straddles the bound, or the repeats
     disagree), with the median (numbers) and the interval."""
     n = len(values)
+    if n == 1 and isinstance(values[0], Paired):
+        return _judge_paired(claim, values[0], kind)
+    values = [float(v) if isinstance(v, Paired) else v for v in values]
     if n == 1:
         passed = _passes(claim, values[0])
         return {"measured": values[0], "measured_text": fmt(values[0], kind), "passed": passed,
@@ -257,6 +311,19 @@ def judge(claim: dict[str, Any], values: list[Any], kind: str) -> dict[str, Any]
     if held == 0:
         return {**out, "passed": False, "result": "does not hold"}
     return {**out, "passed": None, "result": "inconclusive"}
+
+
+def _judge_paired(claim: dict[str, Any], found: Paired, kind: str) -> dict[str, Any]:
+    """One run's paired ratio: holds when its whole interval meets the bound, does not hold when
+    none of it does, inconclusive otherwise."""
+    ends = sum(_passes(claim, v) for v in (found.low, found.high))
+    result = {2: "holds", 0: "does not hold"}.get(ends, "inconclusive")
+    how = f"paired {pct(found.level)} over {found.rounds} interleaved rounds"
+    return {"measured": found.value, "interval": [found.low, found.high], "interval_kind": how,
+            "measured_text": f"{fmt(found.value, kind)} ({fmt(found.low, kind)}-{fmt(found.high, kind)}, "
+                             f"{pct(found.level)}, {found.rounds} rounds)",
+            "passed": {"holds": True, "does not hold": False}.get(result), "result": result,
+            "repeats": 1}
 
 
 def score(spec: dict[str, Any], arms: list, runs: list | None = None) -> Scorecard:
@@ -323,10 +390,15 @@ def headline(results: list[ClaimResult], arms: list) -> str:
     speed = next((r for r in results if r.metric == "speedup" and r.passed is not None), None)
     if speed and speed.against in by_name:
         arm, against = by_name[speed.arm], by_name[speed.against]
-        text += (f". The {arm.name} arm runs {speed.measured:.2f}x as fast as the {against.name}"
+        paired = (speed.interval_kind or "").startswith("paired")
+        # paired: the compared arm's step as the pairing measured it (the speedup x this arm's)
+        allowed = (speed.measured * arm.summary.steady_step_ms / arm.summary.floor_ms if paired
+                   else allowed_speedup(arm, against))
+        text += (f". The {arm.name} arm runs {speed.measured_text if paired else f'{speed.measured:.2f}x'} "
+                 f"as fast as the {against.name}" + (" (paired by round)" if paired else "")
                  + (f" (published {speed.published:.2f}x)"
                     if isinstance(speed.published, (int, float)) else "")
-                 + f"; this hardware allows {allowed_speedup(arm, against):.2f}x (the "
+                 + f"; this hardware allows {allowed:.2f}x (the "
                  f"{arm.name} arm's {_floor_name(arm.summary.binding_floor)} floor)")
     return text + "."
 

@@ -26,14 +26,15 @@ MLflow tags, the study's parent run) presents what `decide` returns; nothing els
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any
 
 from perfstudy.common.records import from_dict
 from perfstudy.common.thresholds import GAIN_THAT_MATTERS, NOT_STEADY, WITHIN_BEST, pct
-from perfstudy.decide.advice import Advice, Prediction, Stage
+from perfstudy.decide.advice import Advice, Prediction, Stage, Swing
 from perfstudy.decide.advisor import COMPUTES, canonical, describe_settings, predict, stage_ms, step_swing
 from perfstudy.decide.fixes import DECODE_OPS, prepared_prediction, remedies
-from perfstudy.decide.recommendation import Recommendation, Validity
+from perfstudy.decide.recommendation import OperatorEvidence, Recommendation, Validity
 from perfstudy.decide.verification import FEW_ROUNDS, HELPS, INCONCLUSIVE, Checked, protocol_words, verdict
 from perfstudy.run.settings import ADDRESSED, MP, Settings
 from perfstudy.run.summary import RunSummary
@@ -108,29 +109,29 @@ def validity(summary: RunSummary, compute_ms: float) -> Validity:
                     steps_needed=steps, sentence=sentence + "; no verdict is issued on this window.")
 
 
-def cpu_culprit(advice: Advice, now_row: Prediction) -> tuple[Stage | None, dict | None]:
+def cpu_culprit(advice: Advice, now_row: Prediction) -> tuple[Stage | None, Swing | None]:
     """(stage, its swing) when the CPUs bind at the current setting and one operator's own
     setting moves the predicted step by >= GAIN_THAT_MATTERS (the largest swing wins); else (None, None).
     The swing carries the stage's CPU per batch now, of the pipeline's."""
     if now_row.binding != "cpu" or not advice.stages:
         return None, None
     swings = [(step_swing(advice, stage), stage) for stage in advice.stages]
-    swing, stage = max(swings, key=lambda pair: pair[0]["swing"])
-    if swing["swing"] < GAIN_THAT_MATTERS:
+    swing, stage = max(swings, key=lambda pair: pair[0].swing)
+    if swing.swing < GAIN_THAT_MATTERS:
         return None, None
     now = advice.now
     cpu = stage_ms(stage, int(now.get(stage.key, stage.workers_now)),
                    bool(now.get(stage.key + MP, False)), advice.cores)[1]
-    return stage, {**swing, "cpu_ms_per_batch": cpu, "pipeline_cpu_ms": now_row.pipeline_cpu_ms}
+    return stage, replace(swing, cpu_ms_per_batch=cpu, pipeline_cpu_ms=now_row.pipeline_cpu_ms)
 
 
-def _swing_words(swing: dict[str, Any], advice: Advice) -> str:
+def _swing_words(swing: Swing, advice: Advice) -> str:
     """'Map #2 [...] takes 2100 of the pipeline's 2300 CPU-ms per batch, and its setting moves
     the step (pipeline.workers.map_2=1: predicted 4086 ms against 2724 ms)'."""
-    return (f"{swing['label']} takes {swing['cpu_ms_per_batch']:.0f} of the pipeline's "
-            f"{swing['pipeline_cpu_ms']:.0f} CPU-ms per batch, and its setting moves the step "
-            f"({describe_changes(setting_changes(swing['slowest'], advice.now), advice)}"
-            f": predicted {swing['slowest_ms']:.0f} ms against {swing['fastest_ms']:.0f} ms)")
+    return (f"{swing.label} takes {swing.cpu_ms_per_batch:.0f} of the pipeline's "
+            f"{swing.pipeline_cpu_ms:.0f} CPU-ms per batch, and its setting moves the step "
+            f"({describe_changes(setting_changes(swing.slowest, advice.now), advice)}"
+            f": predicted {swing.slowest_ms:.0f} ms against {swing.fastest_ms:.0f} ms)")
 
 
 def culprit_kind(stage: Stage | None) -> str | None:
@@ -145,7 +146,7 @@ def culprit_kind(stage: Stage | None) -> str | None:
 
 
 def decide(summary: RunSummary, advice: Advice, band: str, compute_ms: float,
-           queue_culprit: dict[str, Any] | None = None) -> Recommendation:
+           queue_culprit: OperatorEvidence | None = None) -> Recommendation:
     """The arm's answer: verdict (bound), action, setting, predicted step, culprit, remedies.
 
     Args:
@@ -167,7 +168,7 @@ def decide(summary: RunSummary, advice: Advice, band: str, compute_ms: float,
 
 
 def _model_answer(summary: RunSummary, advice: Advice, band: str, compute_ms: float,
-                  queue_culprit: dict[str, Any] | None) -> tuple[dict[str, Any], bool, list[str]]:
+                  queue_culprit: OperatorEvidence | None) -> tuple[dict[str, Any], bool, list[str]]:
     """(the model's answer before any measurement, input-side binding?, the culprit's remedies)."""
     check = validity(summary, compute_ms)
     measured = summary.steady_step_ms
@@ -217,7 +218,7 @@ def _model_answer(summary: RunSummary, advice: Advice, band: str, compute_ms: fl
               "predicted_gain": gain, "culprit_key": culprit.key if culprit else None,
               "culprit_label": culprit.label if culprit else None, "culprit_kind": kind,
               "culprit_swing": swing,
-              "queue_rule_culprit": (queue_culprit or {}).get("label"),
+              "queue_rule_culprit": queue_culprit.label if queue_culprit else None,
               "workers": changes.get(culprit.key) if culprit and changes else None,
               "remedies": remedies(kind, advice, culprit, summary, best) if action != "set_workers" else [],
               "prepared_prediction": prepared_prediction(advice, summary),

@@ -22,7 +22,16 @@ from perfstudy.common.thresholds import HIGHLY_INPUT_BOUND, MODERATELY_INPUT_BOU
 from perfstudy.decide.advice import Advice
 from perfstudy.decide.advisor import WELL_FILLED, advise, canonical, held_up
 from perfstudy.decide.decision import decide
-from perfstudy.decide.recommendation import CpuState, Diagnosis, InputBound, ProfilerEffect, Recommendation
+from perfstudy.decide.recommendation import (
+    CpuState,
+    Diagnosis,
+    InputBound,
+    OperatorEvidence,
+    ProfilerEffect,
+    Recommendation,
+)
+from perfstudy.measure.minddata import IteratorWait
+from perfstudy.measure.timeline import CrossCheck
 from perfstudy.run.summary import RunSummary
 
 
@@ -40,7 +49,7 @@ def verdict_label(bound: str) -> str:
     return "not steady: no verdict" if bound == "not_steady" else f"{bound}-bound"
 
 
-def find_culprit(ops: pd.DataFrame) -> dict[str, Any] | None:
+def find_culprit(ops: pd.DataFrame) -> OperatorEvidence | None:
     """The operator the queue rule blames, with the evidence; None if none matches."""
     if ops is None or ops.empty:
         return None
@@ -65,15 +74,16 @@ def find_culprit(ops: pd.DataFrame) -> dict[str, Any] | None:
     _, op_id, in_usage, out_usage, rule = max(candidates, key=lambda c: (c[0], c[1]))
     row = by_id[op_id]
     cpu_worker = row.get("cpu_pct_per_worker")
-    return {
-        "op_id": op_id, "op_type": row["op_type"], "label": row["label"],
-        "operations": [o for o in str(row.get("operations") or "").split(", ") if o],
-        "num_workers": int(row["num_workers"]) if not pd.isna(row["num_workers"]) else None,
-        "input_queue_usage": in_usage, "output_queue_usage": out_usage,
-        "output_empty_ratio": float(row["empty_ratio"]) if not pd.isna(row["empty_ratio"]) else None,
-        "cpu_pct_per_worker": None if cpu_worker is None or pd.isna(cpu_worker) else float(cpu_worker),
-        "rule": rule,
-    }
+    return OperatorEvidence(
+        row["label"], op_id, row["op_type"], _operations(row),
+        int(row["num_workers"]) if not pd.isna(row["num_workers"]) else None,
+        None if in_usage is None else float(in_usage), float(out_usage),
+        float(row["empty_ratio"]) if not pd.isna(row["empty_ratio"]) else None,
+        None if cpu_worker is None or pd.isna(cpu_worker) else float(cpu_worker), rule=rule)
+
+
+def _operations(row) -> list[str]:
+    return [o for o in str(row.get("operations") or "").split(", ") if o]
 
 
 def _cpu_state(summary: RunSummary, host: dict[str, Any], ops: pd.DataFrame | None,
@@ -129,8 +139,8 @@ def headline(decision: Recommendation, band: str, share: float, cores: int,
 
 
 def diagnose(summary: RunSummary, steps: pd.DataFrame, ops: pd.DataFrame | None = None,
-             host: dict[str, Any] | None = None, iterator: dict[str, Any] | None = None,
-             cross: dict[str, Any] | None = None) -> Diagnosis:
+             host: dict[str, Any] | None = None, iterator: IteratorWait | None = None,
+             cross: CrossCheck | None = None) -> Diagnosis:
     """diagnosis.json's content for one arm: the evidence, and decision.decide's answer.
 
     Args:
@@ -158,7 +168,7 @@ def diagnose(summary: RunSummary, steps: pd.DataFrame, ops: pd.DataFrame | None 
                                thresholds={"highly": HIGHLY_INPUT_BOUND, "moderately": MODERATELY_INPUT_BOUND}),
         culprit=_culprit_evidence(answer, ops, queue_culprit), queue_rule=queue_culprit,
         cpu=cpu, recommendation=answer, compute_ms=compute_ms,
-        iterator_wait=iterator or {}, cross_check=cross or {},
+        iterator_wait=iterator, cross_check=cross,
         profiled=ops is not None, profiler_effect=profiler_effect(summary), advisor=advice)
 
 
@@ -183,30 +193,29 @@ def label_advice(advice: Advice, answer: Recommendation) -> Advice:
 
 
 def _culprit_evidence(answer: Recommendation, ops: pd.DataFrame | None,
-                      queue_culprit: dict[str, Any] | None) -> dict[str, Any] | None:
+                      queue_culprit: OperatorEvidence | None) -> OperatorEvidence | None:
     """The decided culprit with its queues and CPU from the profile (None when none)."""
     label = answer.culprit_label
     if label is None:
         return None
-    out = {"label": label, "config_key": answer.culprit_key, "kind": answer.culprit_kind,
-           "op_type": None, "operations": [], "num_workers": None, "cpu_pct_per_worker": None,
-           "agrees_with_queue_rule": bool(queue_culprit and queue_culprit["label"] == label)}
+    found = OperatorEvidence(label, config_key=answer.culprit_key, kind=answer.culprit_kind,
+                             agrees_with_queue_rule=bool(queue_culprit and queue_culprit.label == label))
     rows = ops[ops["label"] == label] if ops is not None and not ops.empty else None
-    if rows is not None and len(rows):
-        row = rows.iloc[0]
-        by_id = {int(r["op_id"]): r for _, r in ops.iterrows()}
-        child = row.get("child_id")
-        child_row = by_id.get(int(child)) if child is not None and not pd.isna(child) else None
-        out.update(op_id=int(row["op_id"]), op_type=row["op_type"],
-                   operations=[o for o in str(row.get("operations") or "").split(", ") if o],
-                   num_workers=None if pd.isna(row["num_workers"]) else int(row["num_workers"]),
-                   cpu_pct_per_worker=None if pd.isna(row["cpu_pct_per_worker"])
-                   else float(row["cpu_pct_per_worker"]),
-                   output_queue_usage=None if pd.isna(row["queue_usage"]) else float(row["queue_usage"]),
-                   input_queue_usage=None if child_row is None or pd.isna(child_row["queue_usage"])
-                   else float(child_row["queue_usage"]),
-                   output_empty_ratio=None if pd.isna(row["empty_ratio"]) else float(row["empty_ratio"]))
-    return out
+    if rows is None or not len(rows):
+        return found
+    row = rows.iloc[0]
+    by_id = {int(r["op_id"]): r for _, r in ops.iterrows()}
+    child = row.get("child_id")
+    child_row = by_id.get(int(child)) if child is not None and not pd.isna(child) else None
+
+    def number(value, kind=float):
+        return None if value is None or pd.isna(value) else kind(value)
+    return replace(found, op_id=int(row["op_id"]), op_type=row["op_type"], operations=_operations(row),
+                   num_workers=number(row["num_workers"], int),
+                   cpu_pct_per_worker=number(row["cpu_pct_per_worker"]),
+                   output_queue_usage=number(row["queue_usage"]),
+                   input_queue_usage=None if child_row is None else number(child_row["queue_usage"]),
+                   output_empty_ratio=number(row["empty_ratio"]))
 
 
 def profiler_effect(summary: RunSummary) -> ProfilerEffect | None:

@@ -6,9 +6,9 @@
 * Dataset AutoTune, where the study runs it as an arm: the setting it settled on (its saved
   configuration, per op id) and the step that arm measured.
 * Ours: the recommendation's culprit and setting.
-Each reading: tool, operator (label), key (the config key sizing it, None when no key does),
-knob (workers | prefetch_size | None), advice (in words) and, where it is a worker count of a
-keyed operator, settings ({key: workers}) a sweep can score.
+Each is a Reading (perfstudy.decide.readings): tool, operator (label), key (the config key
+sizing it, None when no key does), knob (workers | prefetch_size | None), advice (in words)
+and, where it is a worker count of a keyed operator, settings ({key: workers}) a sweep can score.
 """
 
 from __future__ import annotations
@@ -18,9 +18,11 @@ from typing import Any
 import pandas as pd
 
 from perfstudy.decide.advisor import canonical
+from perfstudy.decide.readings import Reading
 from perfstudy.decide.recommendation import Recommendation
 from perfstudy.measure import msanalyzer
 from perfstudy.measure.minddata import op_label
+from perfstudy.run.autotune import TunedOp
 from perfstudy.run.settings import MP, Settings
 from perfstudy.run.summary import RunSummary
 
@@ -63,10 +65,11 @@ def _configured_workers(ops: pd.DataFrame | None, op_id: int | None) -> int | No
     return None if workers is None or pd.isna(workers) else int(workers)
 
 
-def analyzer(raw: dict[str, Any], ops: pd.DataFrame | None) -> dict[str, Any]:
+def analyzer(raw: dict[str, Any], ops: pd.DataFrame | None) -> Reading:
     """MindSpore's analyzer's answer (msanalyzer.read) as a reading."""
+    tool = raw.get("tool", ANALYZER)
     if "error" in raw:
-        return {**raw, "operator": None, "key": None, "knob": None, "advice": "did not run"}
+        return Reading(tool, advice="did not run", error=raw["error"], raw=raw)
     op = _op(ops, raw.get("op_id"))
     operator = op.get("operator") or raw.get("warning") or None
     key = op.get("key")
@@ -78,19 +81,19 @@ def analyzer(raw: dict[str, Any], ops: pd.DataFrame | None) -> dict[str, Any]:
         knob, advice, settings = "prefetch_size", "increase prefetch_size", None
     else:
         knob, advice, settings = None, "none named", None
-    return {**raw, "operator": operator, "key": key, "knob": knob, "advice": advice, "settings": settings}
+    return Reading(tool, operator, key, knob, advice, settings, raw=raw)
 
 
-def ours(recommendation: Recommendation) -> dict[str, Any]:
+def ours(recommendation: Recommendation) -> Reading:
     """Our answer as a reading."""
     changes = recommendation.changes or {}
     action = recommendation.action
-    return {"tool": OURS, "operator": recommendation.culprit_label,
-            "key": recommendation.culprit_key,
-            "knob": "workers" if action == "set_workers" else None,
-            "advice": _words(changes) if action == "set_workers" else {
-                "not_steady": "no verdict (window not steady)"}.get(action, "keep the setting"),
-            "settings": canonical(recommendation.settings or {}) if action == "set_workers" else None}
+    change = action == "set_workers"
+    return Reading(OURS, recommendation.culprit_label, recommendation.culprit_key,
+                   "workers" if change else None,
+                   _words(changes) if change else {
+                       "not_steady": "no verdict (window not steady)"}.get(action, "keep the setting"),
+                   canonical(recommendation.settings or {}) if change else None)
 
 
 def _words(changes: Settings) -> str:
@@ -109,7 +112,7 @@ def _stem(name: str) -> str:
     return word.removesuffix("Op").removesuffix("Dataset").lower()
 
 
-def _id_shift(tuned_ops: list[dict[str, Any]], ops: pd.DataFrame | None) -> int:
+def _id_shift(tuned_ops: list[TunedOp], ops: pd.DataFrame | None) -> int:
     """How far AutoTune's op ids are from the run's operator table: its tree is the one the
     iterator ran, with an epoch-control op on top when the training iterates epochs
     (docs/lab-notes.md#autotune-ids). The shift under which every op's type matches; 0 when
@@ -118,34 +121,33 @@ def _id_shift(tuned_ops: list[dict[str, Any]], ops: pd.DataFrame | None) -> int:
         return 0
     types = {int(r["op_id"]): _stem(r["label"]) for _, r in ops.iterrows()}
     for shift in (0, 1, 2, -1):
-        if all(types.get(int(op["op_id"]) - shift) == _stem(op.get("op", "")) for op in tuned_ops
-               if op.get("op_id") is not None):
+        if all(types.get(op.op_id - shift) == _stem(op.op) for op in tuned_ops):
             return shift
     return 0
 
 
-def autotune(summary: RunSummary, ops: pd.DataFrame | None, baseline: dict[str, Any] | None = None
-             ) -> dict[str, Any] | None:
+def autotune(summary: RunSummary, ops: pd.DataFrame | None, baseline_ms: float | None = None
+             ) -> Reading | None:
     """What an AutoTune arm settled on (its operators' workers, by op id, named by the run's
     operator table) and the step it measured; None for an arm that is not AutoTune's."""
     tuned = summary.autotune
     if not tuned:
         return None
     settings, named, changed = {}, [], []
-    shift = _id_shift(tuned.get("operators", []), ops)
-    for op in tuned.get("operators", []):
-        op = {**op, "op_id": None if op.get("op_id") is None else op["op_id"] - shift}
-        found = _op(ops, op.get("op_id"))
-        label = found.get("operator") or f"{op.get('op')}#{op.get('op_id')}"
-        named.append(f"{label}: {op.get('num_parallel_workers')} workers, prefetch {op.get('prefetch_size')}")
-        if found.get("key") and op.get("num_parallel_workers") is not None:
-            settings[found["key"]] = int(op["num_parallel_workers"])
-        configured = _configured_workers(ops, op.get("op_id"))
-        if configured is not None and op.get("num_parallel_workers") != configured:
+    shift = _id_shift(tuned.operators, ops)
+    for op in tuned.operators:
+        op_id = op.op_id - shift
+        found = _op(ops, op_id)
+        label = found.get("operator") or f"{op.op}#{op_id}"
+        named.append(f"{label}: {op.num_parallel_workers} workers, prefetch {op.prefetch_size}")
+        if found.get("key"):
+            settings[found["key"]] = op.num_parallel_workers
+        configured = _configured_workers(ops, op_id)
+        if configured is not None and op.num_parallel_workers != configured:
             changed.append(label)
-    base_ms = (baseline or {}).get("steady_step_ms")
-    return {"tool": AUTOTUNE, "operators": named, "settings": settings or None,
-            "operator": ", ".join(changed) or "none changed", "knob": "workers" if changed else None,
-            "step_ms": summary.steady_step_ms,
-            "speedup": base_ms / summary.steady_step_ms if base_ms and summary.steady_step_ms else None,
-            "advice": "; ".join(named) if named else tuned.get("remark", "saved no configuration")}
+    step = summary.steady_step_ms
+    return Reading(AUTOTUNE, ", ".join(changed) or "none changed", None,
+                   "workers" if changed else None,
+                   "; ".join(named) if named else tuned.remark or "saved no configuration",
+                   settings or None, operators=named, step_ms=step,
+                   speedup=baseline_ms / step if baseline_ms and step else None)

@@ -13,8 +13,11 @@ from pathlib import Path
 from typing import Any
 
 from perfstudy.common.records import doc, read_record, write_record
-from perfstudy.decide.advice import Advice
+from perfstudy.decide.advice import Advice, Swing
+from perfstudy.decide.readings import Readings
 from perfstudy.decide.verification import Checked
+from perfstudy.measure.minddata import IteratorWait
+from perfstudy.measure.timeline import CrossCheck
 from perfstudy.run.settings import Settings
 
 FILE = "diagnosis.json"
@@ -103,7 +106,7 @@ class Recommendation:
     culprit_key: str | None = doc("the config key of the culprit operator", default=None)
     culprit_label: str | None = doc("the culprit as the profile names it", default=None)
     culprit_kind: str | None = doc("decode | python | waits | computes", default=None)
-    culprit_swing: dict[str, Any] | None = doc("when the CPUs bind: how much the culprit's own "
+    culprit_swing: Swing | None = doc("when the CPUs bind: how much the culprit's own "
                                                "setting moves the predicted step", default=None)
     queue_rule_culprit: str | None = doc("MindInsight's queue rule's operator, as evidence",
                                          default=None)
@@ -123,10 +126,45 @@ class Recommendation:
 
 
 @dataclass(frozen=True)
+class OperatorEvidence:
+    """An operator of the profiled pipeline and what the profile says of it: the decided
+    culprit (diagnosis.json's `culprit`) or the one MindInsight's queue rule blames
+    (`queue_rule`). Queue and CPU readings are None where the profile lacks them."""
+
+    label: str = doc("the operator, as the report names it")
+    op_id: int | None = doc("its id in MindData's profile", default=None)
+    op_type: str | None = doc("Map, Batch, ImageFolder, ...", default=None)
+    operations: list[str] = doc("a map's transforms", default_factory=list)
+    num_workers: int | None = doc("its workers in the run", default=None)
+    input_queue_usage: float | None = doc("its input queue's mean fill (its child's output)",
+                                          default=None)
+    output_queue_usage: float | None = doc("its output queue's mean fill", default=None)
+    output_empty_ratio: float | None = doc("share of samples its output queue was empty",
+                                           default=None)
+    cpu_pct_per_worker: float | None = doc("its CPU per worker (%)", default=None)
+    rule: str | None = doc("which rule blamed it (the queue rule's only)", default=None)
+    config_key: str | None = doc("the config key that sizes it (the decided culprit's)",
+                                 default=None)
+    kind: str | None = doc("what kind of operator it is (the decided culprit's)", default=None)
+    agrees_with_queue_rule: bool | None = doc("the queue rule blames it too (the decided "
+                                              "culprit's)", default=None)
+
+
+@dataclass(frozen=True)
+class ProfiledWindow:
+    """The profiled steps' span, on the time.time() clock (seconds)."""
+
+    start_s: float
+    end_s: float
+
+
+@dataclass(frozen=True)
 class Diagnosis:
     """One arm's diagnosis (diagnosis.json): the evidence, and the answer decided from it."""
 
-    SCHEMA_VERSION = 3  # 2: the verification decided by interleaved rounds (typed); 3: the advisor typed
+    # 2: the verification decided by interleaved rounds (typed); 3: the advisor typed;
+    # 4: the culprit, queue rule, iterator wait, cross-check, window and peers' readings typed
+    SCHEMA_VERSION = 4
     KIND = "diagnosis (diagnosis.json)"
     RERUN = ("analyse that arm again with this code (snakemake --cores all --forcerun analyze), "
              "or retrain it (--forcerun train)")
@@ -136,21 +174,23 @@ class Diagnosis:
     bound: str = doc("the verdict: input | cpu | compute | not_steady (the recommendation's)")
     headline: str = doc("the verdict in one sentence")
     input_bound: InputBound = doc("the gap share, its band and the bands' thresholds")
-    culprit: dict[str, Any] | None = doc("the culprit operator and the evidence for it (None: "
-                                         "no operator sets the pace)")
-    queue_rule: dict[str, Any] | None = doc("MindInsight's queue rule's operator (None: none)")
+    culprit: OperatorEvidence | None = doc("the culprit operator and the evidence for it "
+                                           "(None: no operator sets the pace)")
+    queue_rule: OperatorEvidence | None = doc("MindInsight's queue rule's operator (None: none)")
     cpu: CpuState = doc("cores, host and process CPU, per-operator CPU, the CPU floor")
     recommendation: Recommendation = doc("the answer (perfstudy.decide.decision.decide)")
     compute_ms: float = doc("median forward+backward+tail of the measured steps")
-    iterator_wait: dict[str, Any] = doc("MindData's per-batch wait over the profiled window")
-    cross_check: dict[str, Any] = doc("op timeline against the host timers")
+    iterator_wait: IteratorWait | None = doc("MindData's per-batch wait over the profiled "
+                                             "window (None: no dataset profile)")
+    cross_check: CrossCheck | None = doc("op timeline against the host timers (None: no op "
+                                         "profile)")
     profiled: bool = doc("a dataset profile was read")
     profiler_effect: ProfilerEffect | None = doc("profiled steps against the unprofiled ones")
     advisor: Advice | None = doc("the what-if model: stages, predictions, pick, role")
-    window: dict[str, Any] | None = doc("the profiled window (time.time() clock)", default=None)
+    window: ProfiledWindow | None = doc("the profiled window", default=None)
     sampling_interval_ms: int | None = doc("MindData's sampling interval", default=None)
-    peers: dict[str, Any] | None = doc("the peer tools' readings of this run "
-                                       "(perfstudy.decide.peers)", default=None)
+    peers: Readings | None = doc("the peer tools' readings of this run (perfstudy.decide.peers)",
+                                 default=None)
 
     def completed(self, **fields: Any) -> Diagnosis:
         """The same diagnosis with the fields the analysis adds (window, peers, ...)."""

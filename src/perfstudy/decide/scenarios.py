@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 from perfstudy.common.thresholds import GAIN_THAT_MATTERS, PREDICTION_TARGET
 from perfstudy.decide.advisor import predict
+from perfstudy.decide.readings import Reading
 from perfstudy.decide.recommendation import Recommendation
 from perfstudy.measure.intervals import MedianInterval
 from perfstudy.measure.nearbest import Near, Placed
@@ -175,30 +176,31 @@ def _score(diagnosed, sweep: Sweep, answer: Recommendation, advice, arms
         model_vs_sweep=None if model_at_pick is None or pick_ms is None else model_at_pick / pick_ms - 1,
         wrong_no_help=wrong_no_help,
         worst_prediction_error=max(abs(p.error) for p in points),
-        analyzer=analyzer_score((diagnosed.diagnosis.peers or {}).get("msanalyzer"), sweep, placed, moved),
+        analyzer=analyzer_score(diagnosed.diagnosis.peers.msanalyzer if diagnosed.diagnosis.peers
+                                else None, sweep, placed, moved),
         autotune=autotune_score(next((a for a in arms if _spec(a).get("role") == "peer"
                                       and _spec(a)["name"] == spec["name"]), None), sweep, placed))
     return found, points
 
 
-def analyzer_score(reading: dict | None, sweep: Sweep, placed: list[Placed],
+def analyzer_score(reading: Reading | None, sweep: Sweep, placed: list[Placed],
                    moved: bool | None) -> PeerScore:
     """MindSpore's analyzer scored like ours: its culprit (right when it names the swept
     operator where the sweep moves the step; where it does not, right unless it sends the user
     to that operator), and its advice followed, placed in the sweep where it was swept."""
     if reading is None:
         return PeerScore("not run", None, "", "")
-    if reading.get("error"):
-        return PeerScore("did not run", None, reading["error"], "unscored")
+    if reading.error:
+        return PeerScore("did not run", None, reading.error, "unscored")
     key = sweep.key
-    names_key = reading.get("key") == key
-    right = None if moved is None else names_key if moved else not (names_key and reading.get("knob"))
-    near: Near | str = UNSCORED_PREFETCH if reading.get("knob") == "prefetch_size" else "unscored"
-    settings = reading.get("settings") or {}
+    names_key = reading.key == key
+    right = None if moved is None else names_key if moved else not (names_key and reading.knob)
+    near: Near | str = UNSCORED_PREFETCH if reading.knob == "prefetch_size" else "unscored"
+    settings = reading.settings or {}
     if names_key and key in settings:
         at = _placed_at(sweep, placed, (int(settings[key]), False))
         near = Near.NOT_SWEPT if at is None else at.near
-    return PeerScore(reading.get("operator") or "none", right, reading.get("advice") or "", near)
+    return PeerScore(reading.operator or "none", right, reading.advice, near)
 
 
 def autotune_score(arm, sweep: Sweep, placed: list[Placed]) -> PeerScore | None:
@@ -206,10 +208,11 @@ def autotune_score(arm, sweep: Sweep, placed: list[Placed]) -> PeerScore | None:
     settled on, placed in the sweep where it was swept, and its own run's step."""
     if arm is None:
         return None
-    reading = ((arm.diagnosis.peers or {}).get("autotune") if arm.diagnosis else None) or {}
-    settled = (reading.get("settings") or {}).get(sweep.key)
+    reading = arm.diagnosis.peers.autotune if arm.diagnosis and arm.diagnosis.peers else None
+    settled = ((reading.settings if reading else None) or {}).get(sweep.key)
     at = None if settled is None else _placed_at(sweep, placed, (int(settled), False))
-    return PeerScore(reading.get("operator") or "", None, reading.get("advice") or "no setting saved",
+    return PeerScore((reading.operator if reading else None) or "", None,
+                     (reading.advice if reading else None) or "no setting saved",
                      Near.NOT_SWEPT if at is None else at.near, arm.summary.steady_step_ms)
 
 

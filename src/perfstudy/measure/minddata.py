@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from perfstudy.common.records import doc
 from perfstudy.measure.profiling import DATASET_DIR, META_FILE
 
 QUEUE_COLUMNS = ["time_s", "op_id", "op_type", "label", "size", "capacity"]
@@ -82,7 +83,7 @@ def load(profile_dir: str | Path) -> DatasetProfile:
     """Load a run's dataset profile (profile/ folder of a run)."""
     profile_dir = Path(profile_dir)
     meta = _read_json(profile_dir / META_FILE) if (profile_dir / META_FILE).exists() else {}
-    offset = float(meta.get("clock_offset_s", 0.0))
+    offset = float(meta.get("clock_offset_s") or 0.0)
     folder = profile_dir / DATASET_DIR
     pipe = _read_json(_one(folder, "pipeline_profiling_*.json"))
     cpu = _read_json(_one(folder, "minddata_cpu_utilization_*.json"))
@@ -93,7 +94,7 @@ def load(profile_dir: str | Path) -> DatasetProfile:
         described = _read_json(profile_dir / "pipeline.json")
     return DatasetProfile(
         ops=sorted(pipe["op_info"], key=lambda op: op["op_id"]),
-        sampling_interval_ms=int(pipe.get("sampling_interval", meta.get("sampling_interval_ms", 0))),
+        sampling_interval_ms=int(pipe.get("sampling_interval", meta.get("sampling_interval_ms") or 0)),
         sample_times_s=np.asarray(cpu["time_stamp"], dtype=float) / 1e3 + offset,
         cpu=cpu,
         iterator=_iterator_frame(_one(folder, "dataset_iterator_profiling_*.txt"), offset),
@@ -227,14 +228,24 @@ def host_cpu(profile: DatasetProfile, window: tuple[float, float] | None = None)
     return out
 
 
-def iterator_waits(profile: DatasetProfile, window: tuple[float, float] | None = None) -> dict[str, Any]:
+@dataclass(frozen=True)
+class IteratorWait:
+    """The training iterator's wait per batch over the profiled window (MindData's profile)."""
+
+    batches: int = doc("batches it waited for in the window (0: none recorded)")
+    median_ms: float | None = doc("median wait (ms)", default=None)
+    p90_ms: float | None = doc("90th percentile (ms)", default=None)
+    mean_ms: float | None = doc("mean (ms)", default=None)
+
+
+def iterator_waits(profile: DatasetProfile, window: tuple[float, float] | None = None) -> IteratorWait:
     """The iterator's wait per batch over the window (ms): median, p90, mean, count."""
     frame = profile.iterator
     if window is not None:
         inside = frame[(frame["time_s"] >= window[0]) & (frame["time_s"] <= window[1] + 1e-3)]
         frame = inside if len(inside) else frame
     if frame.empty:
-        return {"batches": 0}
+        return IteratorWait(0)
     waits = frame["wait_ms"].to_numpy(dtype=float)
-    return {"batches": int(len(waits)), "median_ms": float(np.median(waits)),
-            "p90_ms": float(np.percentile(waits, 90)), "mean_ms": float(waits.mean())}
+    return IteratorWait(int(len(waits)), float(np.median(waits)), float(np.percentile(waits, 90)),
+                        float(waits.mean()))

@@ -26,10 +26,11 @@ from __future__ import annotations
 import logging
 import shutil
 import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from perfstudy.common.io import write_json
+from perfstudy.common.records import doc, to_dict
 
 log = logging.getLogger(__name__)
 
@@ -78,6 +79,36 @@ def _autotune_enabled() -> bool:
     return bool(ds.config.get_enable_autotune())
 
 
+@dataclass(frozen=True)
+class ProfileSpan:
+    """The profiled steps: which, where, and when on the time.time() clock."""
+
+    first_step: int = doc("the window's first step")
+    last_step: int = doc("its last step")
+    placement: str = doc("after (the measured steps) or within")
+    start_time_s: float | None = doc("when the collectors started (None: they never did)",
+                                     default=None)
+    stop_time_s: float | None = doc("when they stopped", default=None)
+
+
+@dataclass(frozen=True)
+class ProfileMeta:
+    """What the profilers recorded (the run's profile/profile.json and summary.json's `profile`)."""
+
+    profiler: str = doc("the profiler config: off | light | full")
+    dataset: bool = doc("MindData's dataset profile was collected")
+    timeline: bool = doc("the op profiler's timeline was collected")
+    clock_offset_s: float | None = doc("time.time() - time.monotonic() at the pipeline's start: "
+                                       "maps MindData's steady-clock samples onto the host timers",
+                                       default=None)
+    sampling_interval_ms: int | None = doc("MindData's sampling interval (dataset profile only)",
+                                           default=None)
+    window: ProfileSpan | None = doc("the profiled steps (None: profiler off)", default=None)
+    analyse_s: float | None = doc("MindSpore's op-profile analysis time (after all timing)",
+                                  default=None)
+    mindspore_version: str | None = doc("MindSpore that wrote the profile", default=None)
+
+
 class RunProfiler:
     """Start/stop hooks for the training loop; a no-op when the profiler is off.
 
@@ -92,8 +123,10 @@ class RunProfiler:
         self._manager = None
         self._ops = None
         self._active = False
-        self.meta: dict[str, Any] = {"profiler": prof_cfg.name, "dataset": bool(prof_cfg.dataset),
-                                     "timeline": bool(prof_cfg.timeline)}
+        self._clock_offset_s: float | None = None
+        self._started_s: float | None = None
+        self._stopped_s: float | None = None
+        self._analyse_s: float | None = None
 
     @property
     def enabled(self) -> bool:
@@ -106,7 +139,7 @@ class RunProfiler:
         self.dir.mkdir(parents=True)
         # MindData stamps samples with the steady clock (ms); time.monotonic() reads the
         # same clock on Linux. The offset maps them onto time.time(), the host timers' clock.
-        self.meta["clock_offset_s"] = time.time() - time.monotonic()
+        self._clock_offset_s = time.time() - time.monotonic()
         if not self.enabled:
             return
         if self.cfg.dataset:
@@ -118,11 +151,8 @@ class RunProfiler:
             ds.config.set_monitor_sampling_interval(self.cfg.sampling_interval_ms)
             self._manager = _dataset_engine()
             self._manager.init()  # before launch; collection starts with the window
-            self.meta["sampling_interval_ms"] = self.cfg.sampling_interval_ms
         if self.cfg.timeline:
             self._ops = self._make_op_profiler()
-        self.meta["window"] = {"first_step": self.window[0], "last_step": self.window[1],
-                               "placement": self.cfg.placement}
 
     def _make_op_profiler(self):
         import mindspore as ms
@@ -140,7 +170,7 @@ class RunProfiler:
             if self._ops is not None:
                 self._ops.start()
             self._active = True
-            self.meta["window"]["start_time_s"] = time.time()
+            self._started_s = time.time()
 
     def step_end(self, index: int) -> None:
         """Stop the collectors after the last step of the window."""
@@ -153,7 +183,7 @@ class RunProfiler:
         if self._manager is not None:
             self._manager.stop()
         self._active = False
-        self.meta["window"]["stop_time_s"] = time.time()
+        self._stopped_s = time.time()
 
     def end_training(self) -> None:
         """Stop every collector and save the dataset profile (the loop is over)."""
@@ -165,15 +195,22 @@ class RunProfiler:
             self._manager.save(str(target.resolve()))
             self._manager = None
 
-    def finish(self) -> dict[str, Any]:
+    def finish(self) -> ProfileMeta:
         """Run MindSpore's op-profile analysis (writes trace_view.json) and profile.json."""
         if self._ops is not None:
             started = time.perf_counter()
             self._ops.analyse()
-            self.meta["analyse_s"] = time.perf_counter() - started
+            self._analyse_s = time.perf_counter() - started
             self._ops = None
         import mindspore as ms
 
-        self.meta["mindspore_version"] = ms.__version__
-        write_json(self.dir / META_FILE, self.meta)
-        return self.meta
+        cfg = self.cfg
+        on = self.enabled and self.window is not None
+        meta = ProfileMeta(
+            cfg.name, bool(cfg.dataset), bool(cfg.timeline), self._clock_offset_s,
+            cfg.sampling_interval_ms if cfg.dataset else None,
+            ProfileSpan(self.window[0], self.window[1], cfg.placement, self._started_s,
+                        self._stopped_s) if on else None,
+            self._analyse_s, ms.__version__)
+        write_json(self.dir / META_FILE, to_dict(meta))
+        return meta

@@ -15,6 +15,7 @@ forward/backward kernel after update kernels.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from perfstudy.common.io import write_text_atomic
+from perfstudy.common.records import doc
 from perfstudy.common.thresholds import pct
 from perfstudy.measure.profiling import OPS_DIR
 
@@ -110,7 +112,31 @@ def match_host(tl: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(matched)
 
 
-def cross_check(joined: pd.DataFrame) -> dict[str, Any]:
+@dataclass(frozen=True)
+class CrossCheck:
+    """The op timeline's steps against the host timers' (diagnosis.json's `cross_check`)."""
+
+    steps: int = doc("steps both saw (0: none to compare)")
+    agrees: bool | None = doc("median step-time difference within `limit` (None: no steps)")
+    sentence: str = doc("the comparison in words")
+    step_ms_median_rel_diff: float | None = doc("median |timeline - host| / host step",
+                                                default=None)
+    limit: float | None = doc("the difference that counts as disagreement", default=None)
+    gap_diff_ms_median: float | None = doc("timeline - host gap, median (ms)", default=None)
+    fwd_bwd_diff_ms_median: float | None = doc("timeline - host forward+backward, median (ms)",
+                                               default=None)
+    tail_diff_ms_median: float | None = doc("timeline - host tail, median (ms)", default=None)
+    tl_fwd_bwd_ms_median: float | None = doc("the timeline's forward+backward, median (ms)",
+                                             default=None)
+    tl_tail_ms_median: float | None = doc("the timeline's tail, median (ms)", default=None)
+    optimizer_busy_ms_median: float | None = doc("optimizer kernels busy per step, median (ms)",
+                                                 default=None)
+
+
+NO_TRACE = CrossCheck(0, None, "The op profiler ran but wrote no trace_view.json; see the train log.")
+
+
+def cross_check(joined: pd.DataFrame) -> CrossCheck:
     """Timeline vs host timers over the steps both saw (the window's first step has no gap).
 
     The host timers include Python and graph-launch overhead around the kernels, so the
@@ -123,8 +149,8 @@ def cross_check(joined: pd.DataFrame) -> dict[str, Any]:
         kept = usable[usable["phase"].isin(["profiled", "measured"])]
         usable = kept if len(kept) else usable
     if not len(usable):
-        return {"steps": 0, "agrees": None,
-                "sentence": "The op timeline holds no complete step to compare with the host timers."}
+        return CrossCheck(0, None, "The op timeline holds no complete step to compare with the "
+                          "host timers.")
     rel = (usable["tl_step_ms"] - usable["step_ms"]).abs() / usable["step_ms"]
     median_rel = float(rel.median())
     parts = {}
@@ -140,12 +166,10 @@ def cross_check(joined: pd.DataFrame) -> dict[str, Any]:
                 "overhead sit between the timers and the kernels)")
     if not agrees:
         sentence += "; trust the timeline's kernel times, not the host's phase split"
-    return {"steps": int(len(usable)), "step_ms_median_rel_diff": median_rel, "agrees": agrees,
-            "limit": DISAGREEMENT, **parts,
-            "tl_fwd_bwd_ms_median": float(usable["tl_fwd_bwd_ms"].median()),
-            "tl_tail_ms_median": float(usable["tl_tail_ms"].median()),
-            "optimizer_busy_ms_median": float(usable["optimizer_busy_ms"].median()),
-            "sentence": sentence + "."}
+    return CrossCheck(int(len(usable)), agrees, sentence + ".", median_rel, DISAGREEMENT, **parts,
+                      tl_fwd_bwd_ms_median=float(usable["tl_fwd_bwd_ms"].median()),
+                      tl_tail_ms_median=float(usable["tl_tail_ms"].median()),
+                      optimizer_busy_ms_median=float(usable["optimizer_busy_ms"].median()))
 
 
 def _meta(pid: int, name: str, sort: int) -> list[dict]:

@@ -95,7 +95,7 @@ def figure_queues(arm: Arm, path: Path) -> Path:
                 transform=ax.transAxes)
     window = (arm.diagnosis.window if arm.diagnosis else None)
     if window:
-        ax.axvspan(window["start_s"] - origin, window["end_s"] - origin, color="#dddddd", zorder=0,
+        ax.axvspan(window.start_s - origin, window.end_s - origin, color="#dddddd", zorder=0,
                    label="profiled steps")
     ax.set_ylim(-5, 105)
     ax.set_xlabel("seconds since the first step")

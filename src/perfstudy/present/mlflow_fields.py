@@ -6,7 +6,6 @@ from __future__ import annotations
 import math
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
@@ -14,6 +13,7 @@ from perfstudy.common.thresholds import pct
 from perfstudy.decide.advisor import gil_share
 from perfstudy.decide.claim_result import Scorecard
 from perfstudy.decide.diagnosis import verdict_label
+from perfstudy.decide.readings import Readings
 from perfstudy.decide.recommendation import Diagnosis, Recommendation
 from perfstudy.present.mlflow_store import TAG
 from perfstudy.run.summary import SPREADS, RunSummary
@@ -101,10 +101,10 @@ def summary_metrics(summary: RunSummary, stamp_ms: int) -> list:
         if isinstance(value, (int, float)):  # not the operators' probe (a list; in summary.json)
             flat[f"calibration_{key}"] = value
     for probe in summary.calibration.operators:
-        share = gil_share(probe.get("gil"))  # the operator's measured GIL time (beside a holder)
+        share = gil_share(probe.gil)  # the operator's measured GIL time (beside a holder)
         if share is not None:
-            name = probe["config_key"].replace("pipeline.", "").replace(".", "_")
-            flat[f"probe_{name}_gil_ms"] = probe["gil"]["gil_ms_per_batch"]
+            name = probe.config_key.replace("pipeline.", "").replace(".", "_")
+            flat[f"probe_{name}_gil_ms"] = probe.gil.gil_ms_per_batch
             flat[f"probe_{name}_gil_share"] = share
     return [Metric(key, float(value), stamp_ms, 0) for key, value in flat.items()] \
         + sweep_metrics(summary, stamp_ms)
@@ -163,7 +163,7 @@ def arm_tags(summary: RunSummary, study: str, arm: str, instance: str) -> dict[s
         "size": str(summary.size),
         "workers_requested": str(summary.num_parallel_workers.requested),
         "workers_effective": str(summary.num_parallel_workers.effective),
-        **({f"{TAG}autotune_map_workers": str(summary.autotune.get("map_workers"))}
+        **({f"{TAG}autotune_map_workers": str(summary.autotune.map_workers)}
            if summary.autotune else {}),
         **prepared_tags(summary),
         **sweep_tags(summary),
@@ -214,8 +214,9 @@ def diagnosis_metrics(diagnosis: Diagnosis, ops: pd.DataFrame | None,
             "recommended_workers": diagnosis.recommendation.workers,
             "predicted_step_ms": diagnosis.recommendation.predicted_step_ms,
             "predicted_now_ms": diagnosis.recommendation.predicted_now_ms,
-            "iterator_wait_median_ms": diagnosis.iterator_wait.get("median_ms"),
-            "timeline_step_rel_diff": diagnosis.cross_check.get("step_ms_median_rel_diff")}
+            "iterator_wait_median_ms": diagnosis.iterator_wait.median_ms if diagnosis.iterator_wait else None,
+            "timeline_step_rel_diff": (diagnosis.cross_check.step_ms_median_rel_diff
+                                       if diagnosis.cross_check else None)}
     metrics += [Metric(f"diagnosis/{k}", float(v), stamp_ms, 0) for k, v in flat.items()
                 if v is not None]
     advice = diagnosis.advisor
@@ -258,31 +259,30 @@ def verification_metrics(rec: Recommendation, stamp_ms: int) -> list:
 
 def diagnosis_tags(diagnosis: Diagnosis) -> dict[str, str]:
     """Verdict, culprit and recommendation as tags (searchable, shown in run comparison)."""
-    culprit = diagnosis.culprit or {}
     return {
         f"{TAG}verdict": verdict_label(diagnosis.bound),
         f"{TAG}action": diagnosis.recommendation.action,
         f"{TAG}input_bound": diagnosis.input_bound.band,
-        f"{TAG}culprit": culprit.get("label", "none"),
+        f"{TAG}culprit": diagnosis.culprit.label if diagnosis.culprit else "none",
         f"{TAG}recommendation": diagnosis.recommendation.sentence,
         f"{TAG}headline": diagnosis.headline,
-        f"{TAG}timeline_agrees": str(diagnosis.cross_check.get("agrees")),
+        f"{TAG}timeline_agrees": str(diagnosis.cross_check.agrees if diagnosis.cross_check else None),
         f"{TAG}verified": str(bool(diagnosis.recommendation.verified)),
         **({f"{TAG}advisor": diagnosis.advisor.sentence} if diagnosis.advisor else {}),
         **({f"{TAG}advisor_pick_workers": str(diagnosis.advisor.pick_workers)}
            if diagnosis.advisor and diagnosis.advisor.pick_is_recommendation else {}),
-        **peer_tags(diagnosis.peers or {}),
+        **peer_tags(diagnosis.peers),
     }
 
 
-def peer_tags(readings: dict[str, Any]) -> dict[str, str]:
+def peer_tags(readings: Readings | None) -> dict[str, str]:
     """The peer tools' operator and advice on this run (perfstudy.peer.<tool>.*)."""
     out = {}
     for tool in ("msanalyzer", "autotune"):
-        reading = readings.get(tool)
+        reading = getattr(readings, tool) if readings else None
         if reading:
-            out[f"{TAG}peer.{tool}.operator"] = str(reading.get("operator") or "none")
-            out[f"{TAG}peer.{tool}.advice"] = str(reading.get("advice") or "")
+            out[f"{TAG}peer.{tool}.operator"] = str(reading.operator or "none")
+            out[f"{TAG}peer.{tool}.advice"] = reading.advice
     return out
 
 

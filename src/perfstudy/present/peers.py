@@ -28,18 +28,18 @@ def table(arms: list) -> pd.DataFrame:
         readings = (arm.diagnosis.peers if arm.diagnosis else None)
         if not readings:
             continue
-        ours, analyzer = readings["ours"], readings.get("msanalyzer")
-        row = {"arm": arm.name, "ours: operator": ours.get("operator") or "none",
-               "ours: advice": ours.get("advice"),
-               f"{ANALYZER}: operator": "profiler off" if analyzer is None else analyzer.get("operator") or "none",
-               f"{ANALYZER}: advice": "" if analyzer is None else analyzer.get("advice")}
-        tuned = readings.get("autotune")
+        ours, analyzer = readings.ours, readings.msanalyzer
+        row = {"arm": arm.name, "ours: operator": ours.operator or "none",
+               "ours: advice": ours.advice,
+               f"{ANALYZER}: operator": "profiler off" if analyzer is None else analyzer.operator or "none",
+               f"{ANALYZER}: advice": "" if analyzer is None else analyzer.advice}
+        tuned = readings.autotune
         if tuned is not None:
             speed = ""
-            if baseline is not None and tuned.get("step_ms") and baseline.summary.steady_step_ms:
-                speed = f" ({baseline.summary.steady_step_ms / tuned['step_ms']:.2f}x the baseline)"
+            if baseline is not None and tuned.step_ms and baseline.summary.steady_step_ms:
+                speed = f" ({baseline.summary.steady_step_ms / tuned.step_ms:.2f}x the baseline)"
             row["AutoTune: settled on, measured"] = (
-                f"{tuned['advice']}; {tuned['step_ms']:.0f} ms{speed}" if tuned.get("step_ms") else tuned["advice"])
+                f"{tuned.advice}; {tuned.step_ms:.0f} ms{speed}" if tuned.step_ms else tuned.advice)
         rows.append(row)
     frame = pd.DataFrame(rows)
     if "AutoTune: settled on, measured" in frame:
@@ -61,29 +61,29 @@ def against_sweep(arms: list) -> pd.DataFrame:
         return pd.DataFrame()
     best = min(steps.values())
     moves = max(steps.values()) / best - 1 >= GAIN_THAT_MATTERS
-    readings = source.diagnosis.peers or {}
+    readings = source.diagnosis.peers
     rows = []
-    for reading in (readings.get("ours"), readings.get("msanalyzer")):
+    for reading in (readings.ours, readings.msanalyzer) if readings else ():
         if not reading:
             continue
-        names = reading.get("key") == PRIMARY_KEY
-        settings = reading.get("settings") or {}
+        names = reading.key == PRIMARY_KEY
+        settings = reading.settings or {}
         ran = steps.get(int(settings[PRIMARY_KEY])) if PRIMARY_KEY in settings else None
-        if reading.get("knob") == "prefetch_size":
+        if reading.knob == "prefetch_size":
             within = UNSCORED_PREFETCH
-        elif reading.get("knob") is None:
+        elif reading.knob is None:
             within = within_best(steps.get(pick.arm_workers(source), best), best)
         else:
             within = "not swept" if ran is None else within_best(ran, best)
-        rows.append({"tool": reading["tool"], "culprit": reading.get("operator") or "none",
+        rows.append({"tool": reading.tool, "culprit": reading.operator or "none",
                      "culprit right": "yes" if (names if moves else not names) else "NO",
-                     "advice": reading.get("advice"), "its measured step (ms)": "" if ran is None else round(ran),
+                     "advice": reading.advice, "its measured step (ms)": "" if ran is None else round(ran),
                      f"within {pct(GAIN_THAT_MATTERS)} of the best": within})
     for arm in arms:
-        tuned = ((arm.diagnosis.peers or {}).get("autotune") if arm.diagnosis else None)
-        if tuned and tuned.get("step_ms"):
-            rows.append({"tool": f"{tuned['tool']} ({arm.name})", "culprit": tuned.get("operator"),
-                         "culprit right": "yes" if ((tuned.get("settings") or {}).get(PRIMARY_KEY, 1) > 1) == moves
-                         else "NO", "advice": tuned["advice"], "its measured step (ms)": round(tuned["step_ms"]),
-                         f"within {pct(GAIN_THAT_MATTERS)} of the best": within_best(tuned["step_ms"], best)})
+        tuned = arm.diagnosis.peers.autotune if arm.diagnosis and arm.diagnosis.peers else None
+        if tuned and tuned.step_ms:
+            rows.append({"tool": f"{tuned.tool} ({arm.name})", "culprit": tuned.operator,
+                         "culprit right": "yes" if ((tuned.settings or {}).get(PRIMARY_KEY, 1) > 1) == moves
+                         else "NO", "advice": tuned.advice, "its measured step (ms)": round(tuned.step_ms),
+                         f"within {pct(GAIN_THAT_MATTERS)} of the best": within_best(tuned.step_ms, best)})
     return pd.DataFrame(rows)

@@ -86,7 +86,7 @@ def autotune_lines(arms: list, check: dict[str, Any]) -> list[str]:
         if not tuned:
             continue
         step = arm.summary.steady_step_ms
-        chosen = tuned.get("map_workers")
+        chosen = tuned.map_workers
         line = (f"{arm.name}: Dataset AutoTune, started from {arm_workers(arm)} map worker(s), "
                 + (f"ended with {chosen} map worker(s)" if chosen else "saved no setting")
                 + f"; steady step {step:.0f} ms over the whole run (it tunes while the steps run), "
@@ -98,8 +98,8 @@ def autotune_lines(arms: list, check: dict[str, Any]) -> list[str]:
                      f"manual tuned arm ({arm_workers(manual)} worker(s))")
         if "picked_step_ms" in check:
             line += f" and {pct((step / check['picked_step_ms'] - 1), 1, signed=True)} against the advisor's pick"
-        lines.append(line + (f"; its configuration: {Path(tuned['config_file']).name}"
-                             if tuned.get("config_file") else "") + ".")
+        lines.append(line + (f"; its configuration: {Path(tuned.config_file).name}"
+                             if tuned.config_file else "") + ".")
     return lines
 
 

@@ -117,19 +117,19 @@ def verdict_line(arm: Arm, baseline: Arm | None) -> str:
 def cross_check_lines(arms: list[Arm]) -> list[str]:
     lines = []
     for arm in arms:
-        cross = (arm.diagnosis.cross_check if arm.diagnosis else None) or {}
-        if cross.get("sentence"):
+        cross = arm.diagnosis.cross_check if arm.diagnosis else None
+        if cross:
             extra = ""
-            if cross.get("steps"):
-                extra = (f" Timeline medians: forward+backward {cross['tl_fwd_bwd_ms_median']:.0f} ms, "
-                         f"tail {cross['tl_tail_ms_median']:.0f} ms, optimizer kernels busy "
-                         f"{cross['optimizer_busy_ms_median']:.0f} ms.")
-            lines.append(f"{arm.name}: {cross['sentence']}{extra}")
+            if cross.steps:
+                extra = (f" Timeline medians: forward+backward {cross.tl_fwd_bwd_ms_median:.0f} ms, "
+                         f"tail {cross.tl_tail_ms_median:.0f} ms, optimizer kernels busy "
+                         f"{cross.optimizer_busy_ms_median:.0f} ms.")
+            lines.append(f"{arm.name}: {cross.sentence}{extra}")
         effect = (arm.diagnosis.profiler_effect if arm.diagnosis else None)
         if effect:
             lines.append(f"{arm.name}, profiler's own effect: {effect.sentence}")
         else:
-            profiler = (arm.summary.profile or {}).get("profiler", "off")
+            profiler = arm.summary.profile.profiler
             lines.append(f"{arm.name}: no op timeline (profiler={profiler}).")
     return lines
 

@@ -58,19 +58,19 @@ def diagnosis_table(arms: list[Arm]) -> pd.DataFrame:
         d = arm.diagnosis
         if d is None:
             continue
-        culprit = d.culprit or {}
+        culprit = d.culprit
         cpu = d.cpu
         busy = cpu.host_busy_pct
         rows.append({
             "arm": arm.name,
             "verdict": verdict_label(d.bound),
             "input-bound (TF bands)": f"{d.input_bound.band} ({pct(d.input_bound.gap_share, 1)})",
-            "culprit operator": (f"{culprit['label']}, {culprit.get('num_workers')} worker(s)"
+            "culprit operator": (f"{culprit.label}, {culprit.num_workers} worker(s)"
                                  if culprit else "none"),
             "host CPU busy": f"{busy:.0f} % of {cpu.cores}" if busy is not None else "not profiled",
             "step / CPU floor": f"{cpu.steady_vs_cpu_floor:.2f}",
-            "iterator wait (median ms)": (f"{d.iterator_wait['median_ms']:.0f}"
-                                          if d.iterator_wait.get("batches") else "-"),
+            "iterator wait (median ms)": (f"{d.iterator_wait.median_ms:.0f}"
+                                          if d.iterator_wait and d.iterator_wait.batches else "-"),
         })
     return pd.DataFrame(rows)
 

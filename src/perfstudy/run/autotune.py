@@ -11,8 +11,10 @@ from __future__ import annotations
 import json
 import logging
 import re
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+
+from perfstudy.common.records import doc
 
 log = logging.getLogger(__name__)
 
@@ -39,26 +41,44 @@ def stop() -> None:
     ds.config.set_enable_autotune(False)
 
 
-def parse_summary(lines: list[str]) -> list[dict[str, Any]]:
-    """AutoTune's summary lines -> [{op, op_id, num_parallel_workers, prefetch_size}]."""
+@dataclass(frozen=True)
+class TunedOp:
+    """One operator as AutoTune left it (a line of its saved summary)."""
+
+    op: str = doc("AutoTune's name of its type: MapOp, BatchOp, ImageFolderOp, ...")
+    op_id: int = doc("its id in the tree the iterator ran (an epoch-control op may be on top)")
+    num_parallel_workers: int = doc("the workers it settled on")
+    prefetch_size: int = doc("the queue size it settled on")
+
+
+@dataclass(frozen=True)
+class Tuned:
+    """What AutoTune saved (summary.json's `autotune`, its arms only)."""
+
+    config_file: str | None = doc("its saved configuration (None: it saved none)")
+    remark: str = doc("its remark, or why there is no configuration")
+    operators: list[TunedOp] = doc("every operator's setting", default_factory=list)
+    map_workers: int | None = doc("the most workers it gave a map", default=None)
+
+
+def parse_summary(lines: list[str]) -> list[TunedOp]:
+    """AutoTune's summary lines -> one TunedOp each."""
     found = []
     for line in lines:
         match = _SUMMARY_LINE.search(line)
         if match:
-            found.append({"op": match["op"], "op_id": int(match["id"]),
-                          "num_parallel_workers": int(match["workers"]),
-                          "prefetch_size": int(match["prefetch"])})
+            found.append(TunedOp(match["op"], int(match["id"]), int(match["workers"]),
+                                 int(match["prefetch"])))
     return found
 
 
-def result(folder: Path) -> dict[str, Any]:
+def result(folder: Path) -> Tuned:
     """What AutoTune saved: the file, its remark and the per-operator setting it chose."""
     files = sorted(folder.glob(f"{PREFIX}*.json"))
     if not files:
-        return {"config_file": None, "operators": [], "remark": (
-            "AutoTune saved no configuration (it writes one when the pipeline ends; see the train log)")}
+        return Tuned(None, "AutoTune saved no configuration (it writes one when the pipeline "
+                     "ends; see the train log)")
     saved = json.loads(files[0].read_text())
     operators = parse_summary(saved.get("summary", []))
-    maps = [op for op in operators if op["op"] == "MapOp"]
-    return {"config_file": str(files[0]), "remark": saved.get("remark", ""), "operators": operators,
-            "map_workers": max((op["num_parallel_workers"] for op in maps), default=None)}
+    maps = [op.num_parallel_workers for op in operators if op.op == "MapOp"]
+    return Tuned(str(files[0]), saved.get("remark", ""), operators, max(maps, default=None))

@@ -42,6 +42,8 @@ import math
 import random
 import threading
 import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 import mindspore.dataset as ds
@@ -49,6 +51,7 @@ import numpy as np
 import psutil
 
 from perfstudy.run.pipeline import BUILTIN, SlowReader
+from perfstudy.run.probe_record import GilPoint, ProbedOperator, ProbeReading
 from perfstudy.run.transforms import load_transform
 
 log = logging.getLogger(__name__)
@@ -100,11 +103,31 @@ class _Rows(_Items):
         return tuple(self.items[index % len(self.items)])
 
 
+@dataclass
+class _Op:
+    """A Python operator to probe, with how to rebuild it alone: a whole map of any pipeline on
+    its captured inputs (`make_all`), one transform on synthetic rows (`make`), or the slow
+    reader on the dataset's folder (`reader`)."""
+
+    config_key: str
+    operation: str
+    per_batch: bool
+    rows_per_batch: int
+    workers_now: int | None
+    multiprocessing_now: bool
+    items: list = field(default_factory=list)
+    columns: list[str] = field(default_factory=list)
+    input_columns: Any = None
+    make_all: Callable[[], list] | None = None
+    make: Callable[[], Any] | None = None
+    reader: str | None = None
+
+
 CAPTURED_ROWS = 4  # inputs captured per map at least (its real inputs, cycled); up to a batch
 MAX_CAPTURED = 64  # ... of at most this many rows (memory: a row may be a 16 MP JPEG)
 
 
-def _python_maps(pipe_cfg, root: str) -> list[dict[str, Any]]:
+def _python_maps(pipe_cfg, root: str) -> list[_Op]:
     """Any pipeline's maps that run Python (a Python op among C++ ones included), each probed as
     the whole map: its operations on its real inputs, captured from the operator below it."""
     from perfstudy.run import factories, pipeline
@@ -128,18 +151,14 @@ def _python_maps(pipe_cfg, root: str) -> list[dict[str, Any]]:
             iterator.stop()
         if not rows:
             continue
-        found.append({"config_key": node["config_key"],
-                      "operation": f"{node['address']} [{', '.join(node['operations'])}]",
-                      "per_batch": bool(node.get("per_batch")),
-                      "rows_per_batch": per_batch,
-                      "items": rows, "columns": child.get_col_names(),
-                      "input_columns": built.input_columns, "make_all": lambda b=built: b.operations,
-                      "workers_now": node.get("num_parallel_workers"),
-                      "multiprocessing_now": bool(node.get("multiprocessing"))})
+        found.append(_Op(node["config_key"], f"{node['address']} [{', '.join(node['operations'])}]",
+                         bool(node.get("per_batch")), per_batch, node.get("num_parallel_workers"),
+                         bool(node.get("multiprocessing")), rows, child.get_col_names(),
+                         built.input_columns, make_all=lambda b=built: b.operations))
     return found
 
 
-def _operators(pipe_cfg, root: str) -> list[dict[str, Any]]:
+def _operators(pipe_cfg, root: str) -> list[_Op]:
     """The Python operators of this pipeline, each with a builder of it alone at w workers."""
     if pipe_cfg._target_ != BUILTIN:
         return _python_maps(pipe_cfg, root)
@@ -148,42 +167,37 @@ def _operators(pipe_cfg, root: str) -> list[dict[str, Any]]:
     found = []
     if pipe_cfg.extra_transform:
         images = [rng.normal(size=(3, size, size)).astype(np.float32) for _ in range(4)]
-        found.append({"config_key": "pipeline.extra_transform_workers",
-                      "operation": pipe_cfg.extra_transform, "per_batch": False,
-                      "rows_per_batch": batch, "items": images,
-                      "make": lambda: load_transform(pipe_cfg.extra_transform,
-                                                     dict(pipe_cfg.extra_transform_args)),
-                      "workers_now": pipe_cfg.extra_transform_workers,
-                      "multiprocessing_now": bool(pipe_cfg.extra_transform_multiprocessing)})
+        found.append(_Op("pipeline.extra_transform_workers", pipe_cfg.extra_transform, False, batch,
+                         pipe_cfg.extra_transform_workers,
+                         bool(pipe_cfg.extra_transform_multiprocessing), images,
+                         make=lambda: load_transform(pipe_cfg.extra_transform,
+                                                     dict(pipe_cfg.extra_transform_args))))
     if pipe_cfg.batch_transform:
         batches = [rng.normal(size=(batch, 3, size, size)).astype(np.float32) for _ in range(2)]
-        found.append({"config_key": "pipeline.batch_transform_workers",
-                      "operation": pipe_cfg.batch_transform, "per_batch": True,
-                      "rows_per_batch": 1, "items": batches,
-                      "make": lambda: load_transform(pipe_cfg.batch_transform,
+        found.append(_Op("pipeline.batch_transform_workers", pipe_cfg.batch_transform, True, 1,
+                         pipe_cfg.batch_transform_workers,
+                         bool(pipe_cfg.batch_transform_multiprocessing), batches,
+                         make=lambda: load_transform(pipe_cfg.batch_transform,
                                                      dict(pipe_cfg.batch_transform_args),
-                                                     key="pipeline.batch_transform"),
-                      "workers_now": pipe_cfg.batch_transform_workers,
-                      "multiprocessing_now": bool(pipe_cfg.batch_transform_multiprocessing)})
+                                                     key="pipeline.batch_transform")))
     if pipe_cfg.reader_delay_ms > 0:
-        found.append({"config_key": "pipeline.reader_workers", "operation": "SlowReader",
-                      "per_batch": False, "rows_per_batch": batch, "reader": root,
-                      "workers_now": pipe_cfg.reader_workers, "multiprocessing_now": False})
+        found.append(_Op("pipeline.reader_workers", "SlowReader", False, batch,
+                         pipe_cfg.reader_workers, False, reader=root))
     return found
 
 
-def _alone(op: dict[str, Any], pipe_cfg, workers: int, processes: bool, length: int) -> ds.Dataset:
-    if "reader" in op:
-        reader = SlowReader(op["reader"], pipe_cfg.reader_delay_ms)
+def _alone(op: _Op, pipe_cfg, workers: int, processes: bool, length: int) -> ds.Dataset:
+    if op.reader is not None:
+        reader = SlowReader(op.reader, pipe_cfg.reader_delay_ms)
         source = ds.GeneratorDataset(reader, ["image", "label"], shuffle=False,
                                      num_parallel_workers=workers, python_multiprocessing=processes)
         return source.repeat(math.ceil(length / max(len(reader), 1)))  # a small folder read again
-    if "make_all" in op:  # a whole map of any pipeline, on its captured inputs
-        source = ds.GeneratorDataset(_Rows(op["items"], length), op["columns"], shuffle=False)
-        return source.map(operations=list(op["make_all"]()), input_columns=op["input_columns"],
+    if op.make_all is not None:  # a whole map of any pipeline, on its captured inputs
+        source = ds.GeneratorDataset(_Rows(op.items, length), op.columns, shuffle=False)
+        return source.map(operations=list(op.make_all()), input_columns=op.input_columns,
                           num_parallel_workers=workers, python_multiprocessing=processes)
-    source = ds.GeneratorDataset(_Items(op["items"], length), ["image"], shuffle=False)
-    return source.map(operations=[op["make"]()], input_columns="image",
+    source = ds.GeneratorDataset(_Items(op.items, length), ["image"], shuffle=False)
+    return source.map(operations=[op.make()], input_columns="image",
                       num_parallel_workers=workers, python_multiprocessing=processes)
 
 
@@ -232,7 +246,7 @@ def gil_ms(alone_ms: float, beside_ms: float, free: float) -> float:
 GIL_ROUNDS = 3  # rounds of (alone, beside the holder), each in a seeded random order
 
 
-def _gil_point(op: dict[str, Any], pipe_cfg, rows: int, batches: float) -> dict[str, Any]:
+def _gil_point(op: _Op, pipe_cfg, rows: int, batches: float) -> GilPoint:
     """The operator at 1 thread worker alone and beside a GilHolder, in GIL_ROUNDS interleaved
     rounds (each round both, in a random order: drift of the host falls on both alike, as in
     the verification's rounds); its GIL time per batch is the median of the rounds' readings,
@@ -262,43 +276,41 @@ def _gil_point(op: dict[str, Any], pipe_cfg, rows: int, batches: float) -> dict[
         readings.append({**got, "gil": gil_ms(got["alone"], got["beside"], got["free"])})
     readings.sort(key=lambda r: r["gil"])
     mid = readings[len(readings) // 2]
-    return {"wall_ms_per_batch_alone": mid["alone"], "wall_ms_per_batch_beside": mid["beside"],
-            "free": mid["free"], "gil_ms_per_batch": mid["gil"], "rounds": len(readings),
-            "gil_ms_per_batch_each": [round(r["gil"], 1) for r in readings]}
+    return GilPoint(mid["alone"], mid["beside"], mid["free"], mid["gil"], len(readings),
+                    [round(r["gil"], 1) for r in readings])
 
 
-def probe(pipe_cfg, root: str, cpus: int) -> list[dict[str, Any]]:
+def probe(pipe_cfg, root: str, cpus: int) -> list[ProbedOperator]:
     """Each Python operator alone at 1..cpus workers, threads and processes (the reader:
     threads); returns one entry per operator with its measured points."""
     results = []
     for op in _operators(pipe_cfg, root):
-        rows = max(op["rows_per_batch"], MIN_ROWS if op["rows_per_batch"] > 1 else 4)
-        batches = rows / op["rows_per_batch"]
+        rows = max(op.rows_per_batch, MIN_ROWS if op.rows_per_batch > 1 else 4)
+        batches = rows / op.rows_per_batch
         points = []
-        for processes in ((False,) if "reader" in op else (False, True)):
+        for processes in ((False,) if op.reader is not None else (False, True)):
             for workers in range(1, cpus + 1):
                 # a fresh process pool serves its first rows slowly (start-up, shared memory):
                 # warm it for half a batch, as training runs it for many
-                warm = max(2 * workers, min(op["rows_per_batch"] // 2, 16)) if processes else 2 * workers
+                warm = max(2 * workers, min(op.rows_per_batch // 2, 16)) if processes else 2 * workers
                 try:
                     wall, cpu = _time_pipeline(_alone(op, pipe_cfg, workers, processes,
                                                       warm + rows), warm, rows)
                 except Exception as exc:  # noqa: BLE001 - e.g. a transform that cannot be pickled
-                    log.warning("probe of %s at %d %s workers failed: %s", op["operation"], workers,
+                    log.warning("probe of %s at %d %s workers failed: %s", op.operation, workers,
                                 "process" if processes else "thread", exc)
-                    points.append({"workers": workers, "multiprocessing": processes,
-                                   "error": (str(exc).strip() or type(exc).__name__).splitlines()[0][:200]})
+                    points.append(ProbeReading(workers, processes, error=(
+                        str(exc).strip() or type(exc).__name__).splitlines()[0][:200]))
                     continue
-                points.append({"workers": workers, "multiprocessing": processes,
-                               "wall_ms_per_batch": 1e3 * wall / batches,
-                               "cpu_ms_per_batch": 1e3 * cpu / batches})
-        entry = {k: op[k] for k in ("config_key", "operation", "per_batch", "workers_now",
-                                    "multiprocessing_now")}
-        if "reader" not in op and any("wall_ms_per_batch" in p for p in points):
-            entry["gil"] = _gil_point(op, pipe_cfg, rows, batches)
-        results.append({**entry, "points": points})
-        log.info("probe %s alone: %s", op["operation"], ", ".join(
-            f"{p['workers']}{'p' if p['multiprocessing'] else 't'} {p['wall_ms_per_batch']:.0f} ms"
-            for p in points if "wall_ms_per_batch" in p)
-            + (f"; needs the GIL {entry['gil']['gil_ms_per_batch']:.0f} ms per batch" if "gil" in entry else ""))
+                points.append(ProbeReading(workers, processes, 1e3 * wall / batches,
+                                           1e3 * cpu / batches))
+        gil = (_gil_point(op, pipe_cfg, rows, batches)
+               if op.reader is None and any(p.ran for p in points) else None)
+        found = ProbedOperator(op.config_key, op.operation, op.per_batch, op.workers_now,
+                               op.multiprocessing_now, points, gil)
+        results.append(found)
+        log.info("probe %s alone: %s", op.operation, ", ".join(
+            f"{p.workers}{'p' if p.multiprocessing else 't'} {p.wall_ms_per_batch:.0f} ms"
+            for p in found.measured())
+            + (f"; needs the GIL {gil.gil_ms_per_batch:.0f} ms per batch" if gil else ""))
     return results

@@ -18,6 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from perfstudy.common.records import doc, read_record, write_record
+from perfstudy.measure.profiling import ProfileMeta
+from perfstudy.run.autotune import Tuned
+from perfstudy.run.probe_record import ProbedOperator
 from perfstudy.run.settings import Settings, Workers
 from perfstudy.run.sweep_record import Sweep
 from perfstudy.run.verify_record import Verification
@@ -48,7 +51,7 @@ class Calibration:
     pipeline_cpu_ms: float = doc("the pipeline alone, process CPU ms per batch")
     compute_steps: int = doc("network steps timed")
     pipeline_batches: int = doc("pipeline batches timed (after one start-up batch)")
-    operators: list[dict[str, Any]] = doc(
+    operators: list[ProbedOperator] = doc(
         "the operator probe (perfstudy.run.opprobe.probe): per sized operator its address, "
         "operations and the wall/CPU ms per batch measured alone at each setting",
         default_factory=list)
@@ -157,8 +160,8 @@ class RunSummary:
     device_target: str = doc("CPU | GPU | Ascend")
     mode: str = doc("graph | pynative")
     environment: dict[str, Any] = doc("machine and packages (perfstudy.common.provenance)")
-    profile: dict[str, Any] = doc("what the profilers recorded (perfstudy.measure.profiling)")
-    autotune: dict[str, Any] | None = doc("what Dataset AutoTune settled on (its arms only)")
+    profile: ProfileMeta = doc("what the profilers recorded (perfstudy.measure.profiling)")
+    autotune: Tuned | None = doc("what Dataset AutoTune settled on (its arms only)")
     profiled_window: WindowStats | None = doc("the profiled steps' step and gap share")
     run_wall_s: float = doc("the run's wall time up to the summary (training, profiling, "
                             "calibration)")

@@ -30,7 +30,7 @@ from perfstudy.common.records import from_dict
 from perfstudy.data import dataset as data_mod
 from perfstudy.data import prepare, sources
 from perfstudy.measure import steptrace
-from perfstudy.measure.profiling import RunProfiler, extra_steps
+from perfstudy.measure.profiling import ProfileMeta, RunProfiler, extra_steps
 from perfstudy.run import autotune, opprobe, pipeline, sweep, verify
 from perfstudy.run.factories import load_target
 from perfstudy.run.settings import Workers, operator_settings
@@ -236,7 +236,7 @@ class Measured:
     last_batch: Any
     nodes: list[dict[str, Any]]
     train_wall_s: float
-    autotune: dict[str, Any] | None
+    autotune: autotune.Tuned | None
     profiler: RunProfiler
 
 
@@ -269,8 +269,8 @@ def measure(cfg, train_step: TrainStep, source: str, run_dir: Path) -> Measured:
     train_wall_s = time.time() - started
     tuned = autotune.result(run_dir / "autotune") if cfg.pipeline.autotune else None
     if tuned:
-        log.info("AutoTune ended with map workers %s (%s)", tuned.get("map_workers"),
-                 tuned["config_file"] or tuned["remark"])
+        log.info("AutoTune ended with map workers %s (%s)", tuned.map_workers,
+                 tuned.config_file or tuned.remark)
     extra = 0 if inline else extra_steps(cfg.profiler)
     if not inline:
         profiler.begin()
@@ -303,19 +303,30 @@ def step_frame(cfg, records: list[steptrace.StepTimes], compiled: bool) -> tuple
     return pd.concat([frame, extra], ignore_index=True), drain_rule
 
 
-def summarise(cfg, frame: pd.DataFrame, drain_rule: str, measured: Measured, context: dict[str, Any],
-              calibration: Calibration, profile_meta: dict[str, Any]) -> RunSummary:
+@dataclass(frozen=True)
+class Resolved:
+    """What a run resolved before its steps: workers, the dataset, the network's classes, the
+    graphs' compile time and the run's start (time.time())."""
+
+    workers: Workers
+    manifest: dict
+    classes: int
+    compile_s: float | None
+    started: float
+
+
+def summarise(cfg, frame: pd.DataFrame, drain_rule: str, measured: Measured, context: Resolved,
+              calibration: Calibration, profile_meta: ProfileMeta) -> RunSummary:
     """The run's RunSummary: the step statistics, floors and calibration, config and
-    provenance. `context` carries what the run resolved: workers, manifest, classes, compile_s,
-    started (the run's start, time.time())."""
+    provenance (`context`: what the run resolved before its steps)."""
     stats = steptrace.summarize(frame, cfg.pipeline.batch_size, cfg.trainer.min_measured_steps)
-    workers: Workers = context["workers"]
+    workers = context.workers
     floors = steptrace.step_floor(
         compute_wall_ms=calibration.compute_wall_ms, compute_cpu_ms=calibration.compute_cpu_ms,
         pipeline_wall_ms=calibration.pipeline_wall_ms, pipeline_cpu_ms=calibration.pipeline_cpu_ms,
         cpu_count=workers.cpu_count)
     profiled = steptrace.window_stats(frame[frame["phase"] == "profiled"], cfg.pipeline.batch_size)
-    manifest = context["manifest"]
+    manifest = context.manifest
     data = {
         "study": cfg.study, "arm": cfg.arm, "run": cfg.run, "repeat": cfg.repeat,
         "seed": run_seed(cfg), "size": cfg.size, **stats, "drain_rule": drain_rule,
@@ -323,11 +334,11 @@ def summarise(cfg, frame: pd.DataFrame, drain_rule: str, measured: Measured, con
         "scenario": config_mod.to_container(cfg.scenario) if cfg.scenario.name else None,
         "operator_settings": operator_settings(measured.nodes),
         "queue_capacity_batches": queue_capacity_batches(measured.nodes, cfg.pipeline.batch_size),
-        "warmup_steps": cfg.trainer.warmup_steps, "model_num_classes": context["classes"],
+        "warmup_steps": cfg.trainer.warmup_steps, "model_num_classes": context.classes,
         "factories": {"model": cfg.model._target_, "model_name": cfg.model.name,
                       "pipeline": cfg.pipeline._target_},
         "batch_size": cfg.pipeline.batch_size, "image_size": cfg.pipeline.image_size,
-        "train_wall_s": measured.train_wall_s, "precompile_s": context["compile_s"],
+        "train_wall_s": measured.train_wall_s, "precompile_s": context.compile_s,
         "calibration": calibration, **floors,
         "steady_vs_floor": stats["steady_step_ms"] / floors["floor_ms"],
         "config_hash": config_mod.config_hash(cfg), "dataset_sha256": manifest["dataset_sha256"],
@@ -335,8 +346,8 @@ def summarise(cfg, frame: pd.DataFrame, drain_rule: str, measured: Measured, con
         "mindspore_version": ms.__version__, "mindspore_commit": mindspore_build()["commit"],
         "device_target": cfg.trainer.device_target, "mode": cfg.trainer.mode,
         "environment": environment(), "profile": profile_meta, "autotune": measured.autotune,
-        "profiled_window": profiled, "run_wall_s": time.time() - context["started"],
-        "started_at": datetime.fromtimestamp(context["started"], UTC).isoformat(timespec="seconds")}
+        "profiled_window": profiled, "run_wall_s": time.time() - context.started,
+        "started_at": datetime.fromtimestamp(context.started, UTC).isoformat(timespec="seconds")}
     # typed through the reader's own path: a field missing or misnamed here fails at once
     return from_dict(RunSummary, {"schema_version": RunSummary.SCHEMA_VERSION, **{
         k: asdict(v) if is_dataclass(v) else v for k, v in data.items()}}, "the run's summary")
@@ -404,8 +415,7 @@ def run(cfg, manifest_path: str | Path | None = None,
     calibration = calibrate(train_step, measured.last_batch, cfg, workers, source)
     profile_meta = measured.profiler.finish()  # the op profile's analysis, after all timing
     frame, drain_rule = step_frame(cfg, measured.records, compile_s is not None)
-    context = {"workers": workers, "manifest": manifest, "classes": train_step.num_classes,
-               "compile_s": compile_s, "started": started}
+    context = Resolved(workers, manifest, train_step.num_classes, compile_s, started)
     summary = summarise(cfg, frame, drain_rule, measured, context, calibration, profile_meta)
     write_json(run_dir / "environment.json", full_environment())
     write_csv(run_dir / "steps.csv", frame)

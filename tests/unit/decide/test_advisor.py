@@ -91,7 +91,9 @@ def test_without_a_profile_the_calibration_stands_in():
 
 def test_a_python_map_is_read_off_its_probe():
     summary = _summary(cores=2, pipe_wall=400.0, net_wall=180.0, net_cpu=320.0, steady=404.0 + 180.0)
-    summary["calibration"]["operators"] = [{"config_key": "pipeline.extra_transform_workers", "points": [
+    summary["calibration"]["operators"] = [{
+        "config_key": "pipeline.extra_transform_workers", "operation": "perfstudy.run.transforms:PythonLoop",
+        "per_batch": False, "workers_now": 1, "multiprocessing_now": False, "points": [
         {"workers": 1, "multiprocessing": False, "wall_ms_per_batch": 404.0, "cpu_ms_per_batch": 400.0},
         {"workers": 2, "multiprocessing": False, "wall_ms_per_batch": 401.0, "cpu_ms_per_batch": 400.0},
         {"workers": 1, "multiprocessing": True, "wall_ms_per_batch": 403.0, "cpu_ms_per_batch": 400.0},
@@ -115,13 +117,15 @@ def _mixed_map_summary(gil_ms: float | None, steady: float) -> tuple[dict, pd.Da
     1 thread, 2400 at 2; its probe's GIL point, if any, says how much of it needs the GIL."""
     key = "pipeline.workers.map_2"
     summary = _summary(cores=2, pipe_wall=3600.0, net_wall=200.0, net_cpu=350.0, steady=steady)
-    probe = {"config_key": key, "points": [
+    probe = {"config_key": key, "operation": "map_2 [Decode, RandAugment]", "per_batch": False,
+             "workers_now": 1, "multiprocessing_now": False, "points": [
         {"workers": 1, "multiprocessing": False, "wall_ms_per_batch": 3600.0, "cpu_ms_per_batch": 3600.0},
         {"workers": 2, "multiprocessing": False, "wall_ms_per_batch": 2400.0, "cpu_ms_per_batch": 4200.0},
         {"workers": 1, "multiprocessing": True, "wall_ms_per_batch": 4200.0, "cpu_ms_per_batch": 4200.0},
         {"workers": 2, "multiprocessing": True, "wall_ms_per_batch": 2450.0, "cpu_ms_per_batch": 4400.0}]}
     if gil_ms is not None:
-        probe["gil"] = {"gil_ms_per_batch": gil_ms, "free": 0.5, "wall_ms_per_batch_beside": 3600 + gil_ms}
+        probe["gil"] = {"gil_ms_per_batch": gil_ms, "free": 0.5, "wall_ms_per_batch_beside": 3600 + gil_ms,
+                        "wall_ms_per_batch_alone": 3600.0, "rounds": 3}
     summary["calibration"]["operators"] = [probe]
     ops = _ops(95.0, 95.0).assign(config_key=[None, key, None])
     return summary, ops
@@ -227,7 +231,7 @@ def test_without_a_profile_a_probed_python_map_is_still_its_own_stage():
     summary["operator_settings"] = {settings.PRIMARY_KEY: 1, "pipeline.extra_transform_workers": 1}
     summary["calibration"]["operators"] = [{
         "config_key": "pipeline.extra_transform_workers", "operation": "perfstudy.run.transforms:PythonBurn",
-        "workers_now": None, "multiprocessing_now": False, "points": [
+        "per_batch": False, "workers_now": None, "multiprocessing_now": False, "points": [
             {"workers": 1, "multiprocessing": False, "wall_ms_per_batch": 2590.0, "cpu_ms_per_batch": 2590.0},
             {"workers": 2, "multiprocessing": False, "wall_ms_per_batch": 2663.0, "cpu_ms_per_batch": 2660.0},
             {"workers": 1, "multiprocessing": True, "wall_ms_per_batch": 2600.0, "cpu_ms_per_batch": 2600.0},
@@ -250,7 +254,7 @@ def test_without_a_profile_an_addressed_maps_operations_come_from_its_probe():
     summary["calibration"]["operators"] = [{
         "config_key": "pipeline.workers.map_2",
         "operation": "map_2 [RandomCropDecodeResize, RandomHorizontalFlip, RandAugment, HWC2CHW]",
-        "workers_now": 2, "multiprocessing_now": False, "points": [
+        "per_batch": False, "workers_now": 2, "multiprocessing_now": False, "points": [
             {"workers": 1, "multiprocessing": False, "wall_ms_per_batch": 2400.0, "cpu_ms_per_batch": 2400.0},
             {"workers": 2, "multiprocessing": False, "wall_ms_per_batch": 1300.0, "cpu_ms_per_batch": 2500.0}]}]
     stage = advisor.advise(make_summary(summary), None).stages[0]

@@ -208,3 +208,52 @@ def test_the_claims_schema_names_every_metric_the_scorer_knows():
     assert sorted(schema["$defs"]["claim"]["properties"]["metric"]["enum"]) == sorted(claims.METRICS)
     for path in (REPO / "workflow" / "claims").glob("*.yaml"):  # every shipped file is valid
         assert claims_file.load(path)["claims"]
+
+
+def test_a_speedup_between_arms_that_differ_only_in_settings_is_read_paired_by_round():
+    """The tuned arm's verification measured the baseline's setting beside its own in 4 rounds:
+    the speedup is that paired ratio with its interval (not the arms' own windows, minutes
+    apart), and the claim is judged on the whole interval; without such rounds it falls back
+    to the windows and says they were not paired."""
+    from records import make_diagnosis, make_recommendation, make_summary, make_verification
+
+    from perfstudy.decide import verification
+
+    key, reader = "pipeline.num_parallel_workers", "pipeline.reader_workers"
+    base_set, tuned_set = {key: 1, reader: 1}, {key: 2, reader: 1}
+
+    class Arm:
+        def __init__(self, name, settings, step, checked=None):
+            self.name = name
+            self.summary = make_summary(arm=name, run=name, steady_step_ms=step,
+                                        operator_settings=settings)
+            self.diagnosis = make_diagnosis(recommendation=make_recommendation(verification=checked))
+
+    def rounds(slow):  # the baseline's setting over the tuned one's, per round (host drift shared)
+        own = [3300.0, 3000.0, 3600.0, 3200.0]
+        return verification.verdict(make_verification(
+            [(tuned_set, 3300.0), (base_set, 4500.0)], [own, [t * s for t, s in zip(own, slow, strict=True)]]))
+    spec = {"claims": [{"id": "fast", "claim": "x", "metric": "speedup", "arm": "tuned",
+                        "against": "baseline", "at_least": 1.05}]}
+    quiet = rounds([1.40, 1.42, 1.39, 1.41])
+    arms = [Arm("baseline", base_set, 3680.0), Arm("tuned", tuned_set, 3338.0, quiet)]
+    got = claims.score(spec, arms).claims[0]
+    assert got.result == "holds" and got.measured == pytest.approx(1.405, abs=0.01)
+    assert got.interval_kind.startswith("paired") and got.interval[0] > 1.05
+    assert "paired by round in tuned's verification" in got.detail
+    assert "(paired by round)" in claims.score(spec, arms).headline
+    # noisy rounds straddling the bound: inconclusive, not "holds" on a point
+    noisy = rounds([1.45, 0.85, 1.30, 0.90])
+    arms[1] = Arm("tuned", tuned_set, 3338.0, noisy)
+    assert claims.score(spec, arms).claims[0].result == "inconclusive"
+    # the baseline's own rounds measured the tuned setting: read inverted
+    arms = [Arm("baseline", base_set, 3680.0, verification.verdict(make_verification(
+        [(base_set, 4500.0), (tuned_set, 3300.0)],
+        [[4400.0, 4300.0, 4500.0], [3150.0, 3070.0, 3210.0]]))), Arm("tuned", tuned_set, 3338.0)]
+    got = claims.score(spec, arms).claims[0]
+    assert got.measured == pytest.approx(4400 / 3143, rel=0.02) and "baseline's verification" in got.detail
+    # other data: not the same arm at another setting, so the windows, said unpaired
+    arms[1].summary = make_summary(arm="tuned", run="tuned", steady_step_ms=3338.0,
+                                   operator_settings=tuned_set, dataset_sha256="other")
+    got = claims.score(spec, arms).claims[0]
+    assert got.measured == pytest.approx(3680 / 3338) and "not paired" in got.detail

@@ -56,20 +56,20 @@ def test_queue_rule_blames_the_op_between_a_full_and_an_empty_queue():
     ops = ops_frame([("Repeat", float("nan"), 0), ("Batch", 0.0, 0), ("Map", 0.0, 95),
                      ("ImageFolder", 0.96, 1)])
     culprit = diagnosis.find_culprit(ops)
-    assert culprit["op_id"] == 2 and culprit["rule"] == "queue rule"
-    assert culprit["input_queue_usage"] == pytest.approx(0.96)
+    assert culprit.op_id == 2 and culprit.rule == "queue rule"
+    assert culprit.input_queue_usage == pytest.approx(0.96)
 
 
 def test_queue_rule_looks_along_the_whole_chain():
     # A slow second map: the first map's queue is full, the second's empty, the batch's empty.
     ops = ops_frame([("Batch", 0.0, 0), ("Map", 0.0, 1), ("Map", 1.0, 2), ("ImageFolder", 0.6, 0)])
-    assert diagnosis.find_culprit(ops)["op_id"] == 1
+    assert diagnosis.find_culprit(ops).op_id == 1
 
 
 def test_leaf_rule_when_every_queue_is_empty():
     ops = ops_frame([("Batch", 0.0, 0), ("Map", 0.0, 5), ("ImageFolder", 0.02, 3)])
     culprit = diagnosis.find_culprit(ops)
-    assert culprit["op_id"] == 2 and culprit["rule"].startswith("leaf rule")
+    assert culprit.op_id == 2 and culprit.rule.startswith("leaf rule")
 
 
 def test_no_culprit_when_queues_are_full():
@@ -81,7 +81,7 @@ def test_input_bound_baseline_gets_the_map_and_a_worker_count():
     ops = ops_frame([("Batch", 0.0, 0), ("Map", 0.0, 95), ("ImageFolder", 0.96, 1)])
     result = diagnosis.diagnose(summary(), steps(1300), ops, {"host_busy_pct": 60.0})
     assert result.bound == "input"
-    assert result.culprit["label"] == "Map #1" and result.culprit["agrees_with_queue_rule"]
+    assert result.culprit.label == "Map #1" and result.culprit.agrees_with_queue_rule
     rec = result.recommendation
     assert rec.action == "set_workers" and rec.workers == 2  # MindSpore caps at 2 CPUs
     assert rec.sentence.startswith("Set pipeline.num_parallel_workers=2: predicted")
@@ -128,10 +128,10 @@ def test_cpu_bound_names_the_operator_whose_setting_moves_the_step():
     result = diagnosis.diagnose(s, steps(2400), ops, {"host_busy_pct": 97.0})
     rec = result.recommendation
     assert result.bound == "cpu" and rec.action == "none"
-    assert result.culprit["label"] == "Map #1" and rec.culprit_kind == "decode"
+    assert result.culprit.label == "Map #1" and rec.culprit_kind == "decode"
     swing = rec.culprit_swing
-    assert swing["slowest"] == {"pipeline.num_parallel_workers": 1} and swing["swing"] > 0.10
-    assert swing["slowest_ms"] > 1.4 * swing["fastest_ms"]
+    assert swing.slowest == {"pipeline.num_parallel_workers": 1} and swing.swing > 0.10
+    assert swing.slowest_ms > 1.4 * swing.fastest_ms
     assert "its setting moves the step (pipeline.num_parallel_workers=1: predicted" in rec.sentence
     assert result.headline.endswith("Map #1 is the operator whose setting moves it.")
     assert "decode less" in rec.sentence
@@ -158,7 +158,7 @@ def test_a_busy_host_does_not_decide_when_a_setting_would_help():
                 pipeline_wall=400, compute=100)
     result = diagnosis.diagnose(s, steps(100), ops, {"host_busy_pct": 94.0})
     rec = result.recommendation
-    assert result.culprit["op_id"] == 1 and rec.culprit_kind == "waits"
+    assert result.culprit.op_id == 1 and rec.culprit_kind == "waits"
     assert rec.action == "set_workers" and rec.changes == {"pipeline.extra_transform_workers": 2}
     assert result.bound == "input" and "no worker setting" not in result.headline
 
@@ -233,7 +233,7 @@ def test_steps_to_a_steady_window_come_from_the_time_before_it():
 
 def test_without_a_profile_the_verdict_still_comes_from_the_host_timers():
     result = diagnosis.diagnose(summary(), steps(1300))
-    assert result.bound == "input" and result.culprit["label"] == "the pipeline"
+    assert result.bound == "input" and result.culprit.label == "the pipeline"
     assert result.profiled is False
     assert result.advisor.source.startswith("calibration")
     assert "the pipeline is the slow operator" in result.recommendation.sentence

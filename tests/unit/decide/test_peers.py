@@ -6,6 +6,7 @@ import json
 import pandas as pd
 from records import make_advice, make_diagnosis, make_summary, make_sweep, one_map_model
 
+from perfstudy.common.records import to_dict
 from perfstudy.common.thresholds import GAIN_THAT_MATTERS, pct
 from perfstudy.decide import claims, peers, scenarios
 from perfstudy.decide.recommendation import read_diagnosis
@@ -28,11 +29,11 @@ def test_the_analyzers_sentences_become_an_operator_and_a_knob():
     assert msanalyzer.parse("", "") == {"op_type": None, "op_id": None, "knob": None, "workers": None}
     workers = peers.analyzer({"tool": msanalyzer.TOOL, **msanalyzer.parse(
         "Map(id=3)", "Setting num_parallel_workers>1 might bring extra performance.")}, OPS)
-    assert workers["operator"] == "Map #3 [Decode]" and workers["key"] == "pipeline.num_parallel_workers"
-    assert workers["settings"] == {"pipeline.num_parallel_workers": 2} and workers["knob"] == "workers"
+    assert workers.operator == "Map #3 [Decode]" and workers.key == "pipeline.num_parallel_workers"
+    assert workers.settings == {"pipeline.num_parallel_workers": 2} and workers.knob == "workers"
     said = msanalyzer.parse("Batch(id=1)", "Try increasing prefetch_size.")
     batch = peers.analyzer({"tool": msanalyzer.TOOL, **said}, OPS)
-    assert batch["operator"] == "Batch #1" and batch["key"] is None and batch["advice"] == "increase prefetch_size"
+    assert batch.operator == "Batch #1" and batch.key is None and batch.advice == "increase prefetch_size"
 
 
 def test_mindspores_analyzer_runs_on_the_article_baselines_real_profile(analysed):
@@ -40,10 +41,10 @@ def test_mindspores_analyzer_runs_on_the_article_baselines_real_profile(analysed
     the same files and names Batch / prefetch_size; ours names the map: the claim is scored
     from those two readings, whatever they are."""
     diagnosis = read_diagnosis(analysed / "baseline")
-    reading = diagnosis.peers["msanalyzer"]
-    assert "error" not in reading and reading["warning"] and reading["suggestion"]
-    assert reading["op_id"] is not None and reading["operator"]
-    assert diagnosis.peers["ours"]["key"] == diagnosis.recommendation.culprit_key
+    reading = diagnosis.peers.msanalyzer
+    assert reading.error is None and reading.raw["warning"] and reading.raw["suggestion"]
+    assert reading.raw["op_id"] is not None and reading.operator
+    assert diagnosis.peers.ours.key == diagnosis.recommendation.culprit_key
     spec = {"claims": [{"id": "c", "claim": "ours right, theirs not", "metric": "culprit_against_analyzer",
                         "arm": "baseline", "truth": "pipeline.num_parallel_workers", "equals": "ours only"}]}
 
@@ -52,8 +53,8 @@ def test_mindspores_analyzer_runs_on_the_article_baselines_real_profile(analysed
 
     Arm.diagnosis = diagnosis
     card = claims.score(spec, [Arm])
-    ours = diagnosis.culprit.get("config_key") == "pipeline.num_parallel_workers"
-    theirs = reading["key"] == "pipeline.num_parallel_workers"
+    ours = diagnosis.culprit.config_key == "pipeline.num_parallel_workers"
+    theirs = reading.key == "pipeline.num_parallel_workers"
     assert card.claims[0].passed == (ours and not theirs)
     assert "MindSpore's analyzer" in card.claims[0].detail
 
@@ -63,7 +64,7 @@ def test_an_analyzer_that_cannot_run_is_one_sentence_and_stops_nothing(tmp_path)
     (tmp_path / "dataset" / "pipeline_profiling_0.json").write_text("{not json")
     out = msanalyzer.read(tmp_path)
     assert "did not run" in out["error"] and out["tool"] == msanalyzer.TOOL
-    assert peers.analyzer(out, OPS)["advice"] == "did not run"
+    assert peers.analyzer(out, OPS).advice == "did not run"
     assert "profiler off" in msanalyzer.read(tmp_path / "none")["error"]
 
 
@@ -83,14 +84,14 @@ def test_the_analyzer_is_scored_like_ours():
 
 
 def test_autotunes_setting_is_named_by_the_runs_operators():
-    summary = {"steady_step_ms": 500.0, "autotune": {"operators": [
+    summary = {"steady_step_ms": 500.0, "autotune": {"config_file": "autotune_0.json", "remark": "", "operators": [
         {"op": "MapOp", "op_id": 3, "num_parallel_workers": 2, "prefetch_size": 16},
         {"op": "BatchOp", "op_id": 1, "num_parallel_workers": 1, "prefetch_size": 2}]}}
-    reading = peers.autotune(make_summary(summary), OPS, baseline={"steady_step_ms": 1000.0})
-    assert reading["settings"] == {"pipeline.num_parallel_workers": 2}
-    assert reading["operator"] == "Map #3 [Decode]" and reading["speedup"] == 2.0
+    reading = peers.autotune(make_summary(summary), OPS, baseline_ms=1000.0)
+    assert reading.settings == {"pipeline.num_parallel_workers": 2}
+    assert reading.operator == "Map #3 [Decode]" and reading.speedup == 2.0
     assert peers.autotune(make_summary({"steady_step_ms": 1.0}), OPS) is None
-    json.dumps(reading)  # goes into diagnosis.json
+    json.dumps(to_dict(reading))  # goes into diagnosis.json
 
 
 def test_autotunes_op_ids_are_matched_to_the_one_pass_pipeline_by_type():
@@ -104,16 +105,16 @@ def test_autotunes_op_ids_are_matched_to_the_one_pass_pipeline_by_type():
          "config_key": "pipeline.num_parallel_workers"},
         {"op_type": "ImageFolderDataset", "operations": [], "num_parallel_workers": 1,
          "config_key": "pipeline.reader_workers"}])
-    summary = {"steady_step_ms": 1480.0, "autotune": {"operators": [
+    summary = {"steady_step_ms": 1480.0, "autotune": {"config_file": "autotune_0.json", "remark": "", "operators": [
         {"op": "ImageFolderOp", "op_id": 4, "num_parallel_workers": 1, "prefetch_size": 2},
         {"op": "MapOp", "op_id": 3, "num_parallel_workers": 2, "prefetch_size": 2},
         {"op": "BatchOp", "op_id": 2, "num_parallel_workers": 1, "prefetch_size": 2},
         {"op": "MapOp", "op_id": 1, "num_parallel_workers": 1, "prefetch_size": 2}]}}
     reading = peers.autotune(make_summary(summary), described)
-    assert reading["settings"] == {"pipeline.reader_workers": 1, "pipeline.num_parallel_workers": 2,
-                                   "pipeline.batch_transform_workers": 1}
-    assert reading["operator"] == "Map #2 [RandomCropDecodeResize]"  # the one it changed
-    assert reading["operators"][0].startswith("ImageFolder #3")
+    assert reading.settings == {"pipeline.reader_workers": 1, "pipeline.num_parallel_workers": 2,
+                                "pipeline.batch_transform_workers": 1}
+    assert reading.operator == "Map #2 [RandomCropDecodeResize]"  # the one it changed
+    assert reading.operators[0].startswith("ImageFolder #3")
 
 
 def test_the_report_sets_the_tools_side_by_side_and_scores_them_against_the_arms():
@@ -138,7 +139,8 @@ def test_the_report_sets_the_tools_side_by_side_and_scores_them_against_the_arms
              "advice": "Map #3 [Decode]: 2 workers, prefetch 16"}
     arms = [Arm("baseline", 1, 1000.0, {"ours": ours, "msanalyzer": theirs}),
             Arm("workers_2", 2, 600.0),
-            Arm("autotune", 1, 650.0, {"ours": ours, "autotune": tuned}, autotune={"operators": []})]
+            Arm("autotune", 1, 650.0, {"ours": ours, "autotune": tuned},
+                autotune={"config_file": None, "remark": "", "operators": []})]
     side = shown.table(arms).set_index("arm")
     assert side.loc["baseline", "MindSpore's MindData analyzer: operator"] == "Batch #1"
     assert side.loc["autotune", "AutoTune: settled on, measured"].endswith("650 ms (1.54x the baseline)")

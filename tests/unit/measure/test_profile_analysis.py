@@ -36,7 +36,7 @@ def test_minddata_queues_show_the_baseline_signature(run):
     assert ops.loc["ImageFolder", "queue_usage"] > 0.9  # ... while its input is full
     assert ops.loc["Map", "cpu_pct"] > 50  # one worker busy decoding
     waits = minddata.iterator_waits(profile, window(run))
-    assert waits["batches"] >= 6 and waits["median_ms"] > 1000  # the 8 profiled steps
+    assert waits.batches >= 6 and waits.median_ms > 1000  # the 8 profiled steps
 
 
 @pytest.mark.parametrize("run", ["baseline"], indirect=True)
@@ -77,8 +77,8 @@ def test_timeline_steps_match_the_host_timers(run):
     assert list(joined["step"]) == sorted(joined["step"])
     assert set(joined["phase"]) == {"profiled"}  # the extra steps after the measured ones
     check = timeline.cross_check(joined)
-    assert check["agrees"] is True and check["step_ms_median_rel_diff"] < 0.02
-    assert check["tl_fwd_bwd_ms_median"] > 0 and check["tl_tail_ms_median"] > 0
+    assert check.agrees is True and check.step_ms_median_rel_diff < 0.02
+    assert check.tl_fwd_bwd_ms_median > 0 and check.tl_tail_ms_median > 0
 
 
 @pytest.mark.parametrize("run", ["baseline"], indirect=True)
@@ -88,8 +88,8 @@ def test_cross_check_reports_a_disagreement(run):
     joined = timeline.match_host(tl, steps)
     joined["step_ms"] *= 1.25  # host timers that saw 25 % more than the kernels
     check = timeline.cross_check(joined)
-    assert check["agrees"] is False
-    assert "DISAGREE" in check["sentence"]
+    assert check.agrees is False
+    assert "DISAGREE" in check.sentence
 
 
 @pytest.mark.parametrize("run", ["baseline", "tuned"], indirect=True)
@@ -114,9 +114,9 @@ def test_baseline_is_diagnosed_as_the_article_did(run):
     result = analysis.analyze_run(run)
     assert result.bound == "input"
     assert result.input_bound.band == "highly"
-    assert result.culprit["op_type"] == "Map"
-    assert "RandomCropDecodeResize" in result.culprit["label"]
-    assert result.culprit["num_workers"] == 1
+    assert result.culprit.op_type == "Map"
+    assert "RandomCropDecodeResize" in result.culprit.label
+    assert result.culprit.num_workers == 1
     rec = result.recommendation
     assert rec.action == "set_workers" and rec.workers == 2  # all the CPUs there are
     assert "num_parallel_workers" in rec.sentence
@@ -179,5 +179,5 @@ def test_profiler_off_still_leaves_a_profile_folder_with_its_settings(tmp_path):
     runner.step_end(7)
     runner.end_training()
     meta = runner.finish()
-    assert meta["profiler"] == "off" and not meta["dataset"] and not meta["timeline"]
+    assert meta.profiler == "off" and not meta.dataset and not meta.timeline and meta.window is None
     assert json.loads((tmp_path / "profile" / "profile.json").read_text())["profiler"] == "off"

@@ -14,6 +14,7 @@ from perfstudy.common.config import ConfigError
 from perfstudy.common.io import read_json, write_json
 from perfstudy.decide.arm import load_arm
 from perfstudy.orchestrate.study import arm_overrides, compose_arm, run_names, split_run
+from perfstudy.orchestrate.workflow_config import Workflow
 from perfstudy.present import repeats
 
 FIXTURES = REPO / "tests" / "fixtures" / "cpu_demo"
@@ -22,20 +23,20 @@ WF = {"study": "s", "results": "r", "repeats": 3, "overrides": ["size=smoke"],
 
 
 def test_repeats_are_runs_named_after_their_arm_with_their_own_seed():
-    assert run_names(WF) == ["baseline", "tuned", "baseline.r2", "tuned.r2", "baseline.r3", "tuned.r3"]
-    assert split_run(WF, "s", "tuned.r3") == ("tuned", 3)
-    assert "repeat=3" in arm_overrides(WF, "s", "tuned.r3")
-    cfg = compose_arm(WF, "s", "tuned.r3")
+    assert run_names(Workflow.of(WF)) == ["baseline", "tuned", "baseline.r2", "tuned.r2", "baseline.r3", "tuned.r3"]
+    assert split_run(Workflow.of(WF), "s", "tuned.r3") == ("tuned", 3)
+    assert "repeat=3" in arm_overrides(Workflow.of(WF), "s", "tuned.r3")
+    cfg = compose_arm(Workflow.of(WF), "s", "tuned.r3")
     assert (cfg.arm, cfg.repeat, cfg.run) == ("tuned", 3, "tuned.r3")
     assert cfg.paths.run_dir.endswith("runs/s/tuned.r3")
     from perfstudy.common.config import config_hash
     from perfstudy.run.train import run_seed
 
-    first = compose_arm(WF, "s", "tuned")
+    first = compose_arm(Workflow.of(WF), "s", "tuned")
     assert config_hash(cfg) == config_hash(first)  # one arm, one config hash
     assert run_seed(cfg) == run_seed(first) + 20
     with pytest.raises(ConfigError, match="Unknown arm 'tuned.r4'"):
-        split_run(WF, "s", "tuned.r4")
+        split_run(Workflow.of(WF), "s", "tuned.r4")
 
 
 def test_olympic_mean_drops_the_fastest_and_the_slowest():
@@ -141,15 +142,15 @@ def test_repeats_train_in_seeded_random_rounds_each_waiting_for_the_one_before()
     from perfstudy.orchestrate.study import previous_run, run_order
 
     wf = {**WF, "studies": {"s": {"arms": {a: [] for a in ("baseline", "tuned", "prepared")}}}}
-    order = run_order(wf, "s")
+    order = run_order(Workflow.of(wf), "s")
     rounds = [order[i:i + 3] for i in range(0, 9, 3)]
     assert [sorted(r) for r in rounds] == [["baseline", "prepared", "tuned"],
                                            sorted(f"{a}.r2" for a in ("baseline", "tuned", "prepared")),
                                            sorted(f"{a}.r3" for a in ("baseline", "tuned", "prepared"))]
-    assert order == run_order(wf, "s")  # recorded by its seed
+    assert order == run_order(Workflow.of(wf), "s")  # recorded by its seed
     assert len({tuple(r.split(".")[0] for r in rnd) for rnd in rounds}) > 1  # not one fixed order
-    assert run_order({**wf, "order_seed": 5}, "s") != order
-    assert previous_run(wf, "s", order[0]) is None
-    assert [previous_run(wf, "s", r) for r in order[1:]] == order[:-1]
-    assert previous_run({**wf, "repeats": 1}, "s", "tuned") is None  # one repeat: no chain
-    assert run_order({**wf, "repeats": 1}, "s") == ["baseline", "tuned", "prepared"]
+    assert run_order(Workflow.of({**wf, "order_seed": 5}), "s") != order
+    assert previous_run(Workflow.of(wf), "s", order[0]) is None
+    assert [previous_run(Workflow.of(wf), "s", r) for r in order[1:]] == order[:-1]
+    assert previous_run(Workflow.of({**wf, "repeats": 1}), "s", "tuned") is None  # one repeat: no chain
+    assert run_order(Workflow.of({**wf, "repeats": 1}), "s") == ["baseline", "tuned", "prepared"]

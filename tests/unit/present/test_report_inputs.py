@@ -13,6 +13,7 @@ from records import make_diagnosis, make_summary
 from perfstudy.common.config import config_hash
 from perfstudy.common.io import read_json, write_json
 from perfstudy.orchestrate.study import compose_arm
+from perfstudy.orchestrate.workflow_config import Workflow
 
 FIXTURES = REPO / "tests" / "fixtures" / "cpu_demo"
 
@@ -26,9 +27,9 @@ def runs_dir(tmp_path, overrides_by_arm):
         run = tmp_path / "runs" / arm
         shutil.copytree(FIXTURES / arm, run)
         summary = read_json(run / "summary.json")
-        summary["config_hash"] = config_hash(compose_arm(workflow, "seed_case", arm))
+        summary["config_hash"] = config_hash(compose_arm(Workflow.of(workflow), "seed_case", arm))
         write_json(run / "summary.json", summary)
-        cfg = compose_arm({**workflow, "overrides": overrides_by_arm.get(arm, [])}, "seed_case", arm)
+        cfg = compose_arm(Workflow.of({**workflow, "overrides": overrides_by_arm.get(arm, [])}), "seed_case", arm)
         OmegaConf.save(cfg, run / "config.yaml")
     return tmp_path / "runs"
 

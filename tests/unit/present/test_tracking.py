@@ -9,6 +9,7 @@ from records import as_dict, edited, make_diagnosis, make_summary
 
 from perfstudy.common.config import compose_run_config, flatten, to_container
 from perfstudy.present import mlflow_fields, mlflow_store, tracking
+from perfstudy.run.autotune import Tuned
 
 
 def _fake_arm(tmp_path, arm, step_ms=100.0):
@@ -30,8 +31,10 @@ def _fake_arm(tmp_path, arm, step_ms=100.0):
         "fwd_bwd_ms": spread, "tail_ms": spread,
         "num_parallel_workers": {"requested": 12, "effective": 2},
         "calibration": {"compute_wall_ms": 90.0, "operators": [
-            {"config_key": "pipeline.workers.map_2", "points": [],
-             "gil": {"gil_ms_per_batch": 25.0, "wall_ms_per_batch_alone": 100.0}}]},
+            {"config_key": "pipeline.workers.map_2", "operation": "map_2 [Jitter]", "per_batch": False,
+             "workers_now": 1, "multiprocessing_now": False, "points": [],
+             "gil": {"gil_ms_per_batch": 25.0, "wall_ms_per_batch_alone": 100.0,
+                     "wall_ms_per_batch_beside": 150.0, "free": 0.5, "rounds": 3}}]},
         "git_sha": "abc", "config_hash": "h",
         "dataset_sha256": "d", "mindspore_version": "2.10.0",
         "environment": {"cpu_count": 2, "cpu_model": "cpu"},
@@ -222,8 +225,7 @@ def test_an_arm_run_spans_its_training_and_describes_its_verdict(tmp_path, store
 def test_an_autotune_arm_is_tagged_with_the_workers_it_chose(tmp_path, store):
     client, exp, parent = store
     run_dir, steps, summary = _fake_arm(tmp_path, "autotune")
-    summary = replace(summary, autotune={"map_workers": 2, "config_file": "/x/autotune_0.json",
-                                         "operators": []})
+    summary = replace(summary, autotune=Tuned("/x/autotune_0.json", "", [], map_workers=2))
     run = client.get_run(_log(client, exp, parent, run_dir, steps, summary)["run_id"])
     assert run.data.tags["perfstudy.autotune_map_workers"] == "2"
 

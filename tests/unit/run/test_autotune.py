@@ -20,16 +20,15 @@ def test_the_saved_summary_gives_each_operators_setting(tmp_path):
                     "BatchOp(ID:1)        (num_parallel_workers: 1, prefetch_size:16)"],
         "tree": {}}))
     result = autotune.result(tmp_path)
-    assert result["map_workers"] == 2
-    assert result["operators"][1] == {"op": "MapOp", "op_id": 2, "num_parallel_workers": 2,
-                                      "prefetch_size": 24}
-    assert result["config_file"].endswith("autotune_0.json")
+    assert result.map_workers == 2
+    assert result.operators[1] == autotune.TunedOp("MapOp", 2, 2, 24)
+    assert result.config_file.endswith("autotune_0.json")
 
 
 def test_no_saved_file_is_said_not_invented(tmp_path):
     result = autotune.result(tmp_path)
-    assert result["config_file"] is None and result["operators"] == []
-    assert "saved no configuration" in result["remark"]
+    assert result.config_file is None and result.operators == []
+    assert "saved no configuration" in result.remark
 
 
 @pytest.mark.slow

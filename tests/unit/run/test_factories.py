@@ -152,8 +152,8 @@ def test_a_mindcv_training_is_diagnosed_and_its_candidates_measured_by_address(t
     summary = train.run(cfg, propose=analysis.propose)
     assert summary.operator_settings["pipeline.workers.map_2"] == 1
     probed = summary.calibration.operators  # the mixed map (RandAugment among C++ ops)
-    assert [p["config_key"] for p in probed] == ["pipeline.workers.map_2"]
-    assert "RandAugment" in probed[0]["operation"]
+    assert [p.config_key for p in probed] == ["pipeline.workers.map_2"]
+    assert "RandAugment" in probed[0].operation
     plan = summary.verification.plan
     assert plan[0].role == "current" and len(plan) >= 2
     for entry in plan:
@@ -170,13 +170,12 @@ def test_any_pipelines_python_maps_are_probed_alone_on_their_real_inputs(own, sm
 
     cfg = _cfg(f"pipeline._target_={own}")
     probes = opprobe.probe(cfg.pipeline, load_manifest(smoke_dataset)["root"], 2)
-    assert [p["config_key"] for p in probes] == ["pipeline.workers.map_2"]  # Jitter's map only
-    assert probes[0]["operation"] == "map_2 [Jitter]" and probes[0]["per_batch"] is False
-    measured = {(p["workers"], p["multiprocessing"]) for p in probes[0]["points"]
-                if p.get("wall_ms_per_batch", 0) > 0}
+    assert [p.config_key for p in probes] == ["pipeline.workers.map_2"]  # Jitter's map only
+    assert probes[0].operation == "map_2 [Jitter]" and probes[0].per_batch is False
+    measured = {(p.workers, p.multiprocessing) for p in probes[0].measured() if p.wall_ms_per_batch > 0}
     assert measured == {(1, False), (2, False), (1, True), (2, True)}
-    gil = probes[0]["gil"]
-    assert 0.0 <= gil["gil_ms_per_batch"] <= gil["wall_ms_per_batch_alone"]  # measured
+    gil = probes[0].gil
+    assert 0.0 <= gil.gil_ms_per_batch <= gil.wall_ms_per_batch_alone  # measured
 
 
 @pytest.mark.slow
