@@ -153,7 +153,9 @@ def allowed_speedup(arm, against) -> float:
 
 def _speedup_of_allowed(claim, arms, prepared):
     arm, against = _arm(arms, claim["arm"]), _arm(arms, claim.get("against"), "compared arm")
-    speedup = float(_speedup(claim, arms, prepared)[0])
+    # both from the arms' own windows: their ratio is the arm's floor over its own step (the
+    # compared arm cancels), so a paired speedup, measured another way, must not be mixed in
+    speedup = against.summary.steady_step_ms / arm.summary.steady_step_ms
     allowed = allowed_speedup(arm, against)
     return speedup / allowed, (f"{speedup:.2f}x of the {allowed:.2f}x its "
                                f"{_floor_name(arm.summary.binding_floor)} "
