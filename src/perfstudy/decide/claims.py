@@ -28,11 +28,12 @@ import numpy as np
 import pandas as pd
 
 from perfstudy.common.records import from_dict
-from perfstudy.common.thresholds import pct
+from perfstudy.common.thresholds import GAIN_THAT_MATTERS, pct
 from perfstudy.decide import pick, remedy
 from perfstudy.decide.advisor import canonical, predict
 from perfstudy.decide.claim_result import ClaimResult, Scorecard
 from perfstudy.decide.diagnosis import verdict_label
+from perfstudy.measure import rounds as rounds_mod
 from perfstudy.measure.intervals import median_interval
 
 BOUNDS = ("at_least", "at_most", "equals")
@@ -176,6 +177,31 @@ def _prediction_error(claim, arms, _prepared):
         f"({pct((predicted - measured) / measured, 1, signed=True)})")
 
 
+def paired_pick(source, picked_settings, best) -> tuple[Paired, str] | None:
+    """The picked setting's step over the best arm's setting, paired by round in the source
+    arm's verification where it measured both (same data and code: only settings differ);
+    None where it did not. Percent kind: ratio - 1 and its interval."""
+    ver = source.summary.verification
+    if ver is None or ver.rounds is None or not _only_settings_differ(source, best):
+        return None
+    index = {json_key(canonical(p.settings)): p.rank for p in ver.plan}
+    at_pick = index.get(json_key(canonical(picked_settings)))
+    at_best = index.get(json_key(canonical(best.summary.operator_settings or {})))
+    if at_pick is None or at_best is None or at_pick == at_best:
+        return None
+    c = rounds_mod.compare(ver.rounds, at_best, at_pick, GAIN_THAT_MATTERS)
+    if c.ratio is None or c.low is None or c.high is None:
+        return None
+    return Paired(c.ratio - 1, c.low - 1, c.high - 1, c.rounds, c.level), (
+        f"{source.name}'s recommendation ({ver.plan[at_pick].label}) against the best arm's "
+        f"setting ({best.name}: {ver.plan[at_best].label}), paired by round in {source.name}'s "
+        f"verification ({c.rounds} interleaved rounds)")
+
+
+def json_key(settings) -> str:
+    return ",".join(f"{k}={settings[k]}" for k in sorted(settings))
+
+
 def _advisor_pick(claim, arms, _prepared):
     check = pick.pick_check(list(arms.values()))
     if check is None:
@@ -183,6 +209,10 @@ def _advisor_pick(claim, arms, _prepared):
     if check.get("no_verdict"):
         raise Unmeasured(f"{check['source']} got no verdict (its window was not steady), so nothing "
                          "was recommended")
+    source = arms[check["source"]]
+    paired = paired_pick(source, check["recommended"], arms[check["best_arm"]])
+    if paired is not None:
+        return paired
     if "picked_step_ms" not in check:
         raise Unmeasured(f"no arm ran the recommended setting ({check['recommended_workers']} "
                          "workers); run study=sweep")

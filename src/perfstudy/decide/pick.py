@@ -56,6 +56,7 @@ def pick_check(arms: list) -> dict[str, Any] | None:
     chosen = answer.settings or source.diagnosis.advisor.pick
     count = int(chosen.get(PRIMARY_KEY, arm_workers(source)))
     result["recommended_workers"] = count
+    result["recommended"] = chosen
     picked = [a for a in fixed if arm_workers(a) == count]
     if picked:
         step = min(a.summary.steady_step_ms for a in picked)

@@ -257,3 +257,40 @@ def test_a_speedup_between_arms_that_differ_only_in_settings_is_read_paired_by_r
                                    operator_settings=tuned_set, dataset_sha256="other")
     got = claims.score(spec, arms).claims[0]
     assert got.measured == pytest.approx(3680 / 3338) and "not paired" in got.detail
+
+
+def test_the_advisors_pick_against_the_best_arm_is_read_paired_where_one_run_measured_both():
+    """The baseline kept its setting (inconclusive) and the best arm ran 2 workers: its
+    verification measured both settings in the same rounds, so the pick's distance to the best
+    is that paired ratio with its interval (here straddling 10 %: inconclusive), not two
+    windows minutes apart (which read 37.7 % in one run and 0 % in the one before)."""
+    from records import make_advice, make_diagnosis, make_recommendation, make_summary, make_verification, one_map_model
+
+    from perfstudy.decide import verification
+
+    key, reader = "pipeline.num_parallel_workers", "pipeline.reader_workers"
+    base_set, tuned_set = {key: 1, reader: 1}, {key: 2, reader: 1}
+    own = [4400.0, 4000.0, 4800.0, 4200.0]
+
+    def arms(slow):
+        ver = make_verification([(base_set, 4400.0), (tuned_set, 3300.0)],
+                                [own, [o / s for o, s in zip(own, slow, strict=True)]])
+        rec = make_recommendation(action="inconclusive", settings=base_set, verification=verification.verdict(ver))
+
+        class Arm:
+            def __init__(self, name, settings, step, **summary):
+                self.name = name
+                self.summary = make_summary(arm=name, run=name, steady_step_ms=step, operator_settings=settings,
+                                            num_parallel_workers={"effective": settings[key]}, **summary)
+                self.diagnosis = None
+        base, tuned = Arm("baseline", base_set, 5470.0, verification=ver), Arm("tuned", tuned_set, 3973.0)
+        base.diagnosis = make_diagnosis(recommendation=rec,
+                                        advisor=make_advice(one_map_model(key), pick={key: 2}))
+        return [base, tuned]
+    spec = {"claims": [{"id": "pick", "claim": "x", "metric": "advisor_pick_vs_best", "arm": "baseline",
+                        "at_most": 0.10}]}
+    got = claims.score(spec, arms([1.05, 1.60, 1.20, 1.45])).claims[0]
+    assert got.interval_kind.startswith("paired") and "paired by round in baseline's verification" in got.detail
+    assert got.result == "inconclusive" and got.interval[0] < 0.10 < got.interval[1]
+    got = claims.score(spec, arms([1.35, 1.38, 1.33, 1.36])).claims[0]  # the pick clearly slower
+    assert got.result == "does not hold" and got.measured == pytest.approx(0.355, abs=0.02)
