@@ -184,9 +184,8 @@ def paired_pick(source, picked_settings, best) -> tuple[Paired, str] | None:
     ver = source.summary.verification
     if ver is None or ver.rounds is None or not _only_settings_differ(source, best):
         return None
-    index = {json_key(canonical(p.settings)): p.rank for p in ver.plan}
-    at_pick = index.get(json_key(canonical(picked_settings)))
-    at_best = index.get(json_key(canonical(best.summary.operator_settings or {})))
+    at_pick = _rank(ver.plan, picked_settings)
+    at_best = _rank(ver.plan, best.summary.operator_settings or {})
     if at_pick is None or at_best is None or at_pick == at_best:
         return None
     c = rounds_mod.compare(ver.rounds, at_best, at_pick, GAIN_THAT_MATTERS)
@@ -198,8 +197,10 @@ def paired_pick(source, picked_settings, best) -> tuple[Paired, str] | None:
         f"verification ({c.rounds} interleaved rounds)")
 
 
-def json_key(settings) -> str:
-    return ",".join(f"{k}={settings[k]}" for k in sorted(settings))
+def _rank(plan, settings) -> int | None:
+    """The plan's index of these settings (None: not measured)."""
+    target = canonical(settings)
+    return next((p.rank for p in plan if canonical(p.settings) == target), None)
 
 
 def _advisor_pick(claim, arms, _prepared):
