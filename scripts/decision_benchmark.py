@@ -61,6 +61,7 @@ def main() -> None:
                         help="where the known effect goes: the training's thread after each step, "
                              "or fixed NumPy work inside the article's map (per image)")
     parser.add_argument("--seed", type=int, default=11)
+    parser.add_argument("--tag", default="", help="appended to the JSON's name (several invocations)")
     parser.add_argument("--results", default="results")
     parser.add_argument("overrides", nargs="*", help="more Hydra overrides")
     args = parser.parse_args()
@@ -86,15 +87,16 @@ def main() -> None:
     if args.inject == "map":
         workers = pipeline.resolve_workers(cfg.pipeline.num_parallel_workers,
                                            cfg.pipeline.global_default_workers, quiet=True).effective
+        per_pass = bench.fft_pass_ms()  # timed once, so the effects' sizes keep their ratio
         for effect in effects:
-            passes = bench.fft_passes(effect * plain * workers / cfg.pipeline.batch_size)
+            passes = bench.fft_passes(effect * plain * workers / cfg.pipeline.batch_size, per_pass)
             references[effect] = config.compose_run_config([
                 f"size={args.size}", f"experiment={args.experiment}", f"paths.results={args.results}",
                 *args.overrides, f"trainer.steps={most}",
                 "pipeline.decode_map_extra=perfstudy.run.transforms:NumpyFFT",
                 f"+pipeline.decode_map_extra_args.passes={passes}", "+pipeline.decode_map_extra_args.size=128"])
             log.info("effect %s: %d FFT passes per image inside the map", pct(effect), passes)
-    name = args.size if args.inject == "thread" else f"{args.size}-map"
+    name = (args.size if args.inject == "thread" else f"{args.size}-map") + (f"-{args.tag}" if args.tag else "")
     out = Path(args.results) / "benchmarks" / "decision" / f"{name}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     trials: list[bench.Trial] = []

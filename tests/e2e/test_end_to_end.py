@@ -2,6 +2,7 @@
 
 import json
 import subprocess
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -269,6 +270,11 @@ def test_the_prepared_arms_prove_the_remedy(study):
         assert summary["operator_settings"] == source["operator_settings"]
         assert summary["dataset"]["mean_megapixels"] < source["dataset"]["mean_megapixels"]
         assert summary["steps_measured"] + summary["steps_excluded"] == 8
+        # its pipeline and the source's, at its settings, in interleaved rounds in its process
+        against = summary["against_source"]
+        assert Path(against["source_root"]).resolve() == Path(source["dataset"]["root"]).resolve()
+        assert against["rounds"]["settings"] == 2 and len(against["rounds"]["orders"]) >= 3
+        assert {v["setting"] for v in against["rounds"]["visits"]} == {0, 1}
     # the prediction was made from the source arm's profile, before the prepared arm ran
     diagnosis = json.loads((runs / "baseline/diagnosis.json").read_text())
     predicted = diagnosis["recommendation"]["prepared_prediction"]
@@ -279,6 +285,11 @@ def test_the_prepared_arms_prove_the_remedy(study):
     assert table.loc["prepared_tuned", "source_arm"] == "tuned"
     assert (table["predicted_step_ms"] > 0).all() and (table["preparation_wall_s"] > 0).all()
     assert (table["bytes_after"] < table["bytes_before"]).all()
+    # the gain paired by round, with its interval; the claims read it, not the two windows
+    assert (table["paired_rounds"] >= 3).all() and (table["paired_low"] <= table["paired_speedup"]).all()
+    card = {c["id"]: c for c in json.loads((study / "report/seed_case/scorecard.json").read_text())["claims"]}
+    assert "paired by round in prepared's run" in card["prepared_5x"]["detail"]
+    assert card["prepared_5x"]["interval_kind"].startswith("paired")
     md = (study / "report/seed_case/report.md").read_text()
     assert "The remedy, measured" in md and "predicted from baseline's profile before it ran" in md
     assert "What does not: the images, their labels and their order" in md

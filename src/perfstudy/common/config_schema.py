@@ -192,6 +192,10 @@ class VerifyConfig:
     # a window in which other processes and the hypervisor took more than this share of the
     # CPU time is measured again, once (perfstudy.measure.interference)
     max_interference: float = 0.10
+    # a prepared arm (data.prepared) also measures the same pipeline on the source it was
+    # prepared from, at its own settings, in interleaved rounds: its gain and the prediction
+    # of it are then read paired by round (perfstudy.run.remedy_rounds)
+    against_source: bool = True
 
 
 @dataclass

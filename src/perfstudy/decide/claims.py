@@ -231,20 +231,41 @@ def _prepared_row(claim, prepared):
 
 
 def _prepared_speedup(claim, arms, prepared):
-    _arm(arms, claim["arm"])
+    arm = _arm(arms, claim["arm"])
+    c = remedy.paired_gain(arm)
+    if c is not None:  # the prepared arm measured its source beside itself
+        return Paired(c.ratio, c.low, c.high, c.rounds, c.level), (
+            f"the source's step over the prepared one, paired by round in {arm.name}'s run "
+            f"({c.rounds} interleaved rounds at its own settings)")
     row = _prepared_row(claim, prepared)
     return float(row["speedup"]), (f"{row['steady_step_ms']:.0f} vs {row['source_step_ms']:.0f} ms "
-                                   f"per step ({row['source_arm']} on the source)")
+                                   f"per step ({row['source_arm']} on the source; each arm's own "
+                                   "window, not paired)")
+
+
+def _absolute(value: float, low: float, high: float) -> tuple[float, float, float]:
+    """|error| and its interval from a signed error's (0 inside it where it changes sign)."""
+    ends = sorted((abs(low), abs(high)))
+    return abs(value), (0.0 if low <= 0 <= high else ends[0]), ends[1]
 
 
 def _prepared_prediction_error(claim, arms, prepared):
-    _arm(arms, claim["arm"])
+    arm = _arm(arms, claim["arm"])
     row = _prepared_row(claim, prepared)
     if pd.isna(row["prediction_error"]):
         raise Unmeasured(f"{row['source_arm']}'s diagnosis made no prediction for the prepared source")
+    c = remedy.paired_gain(arm)
+    if c is not None and not pd.isna(row.get("paired_error")):
+        value, low, high = _absolute(row["paired_error"], row["paired_error_low"],
+                                     row["paired_error_high"])
+        return Paired(value, low, high, c.rounds, c.level), (
+            f"predicted {row['predicted_step_ms']:.0f} ms against {row['source_arm']}'s "
+            f"{row['source_step_ms']:.0f} ms ({row['source_step_ms'] / row['predicted_step_ms']:.2f}x), "
+            f"measured {c.ratio:.2f}x paired by round in {arm.name}'s run ({c.rounds} rounds): "
+            f"{pct(row['paired_error'], 1, signed=True)}")
     return abs(float(row["prediction_error"])), (
         f"predicted {row['predicted_step_ms']:.0f} ms, measured {row['steady_step_ms']:.0f} ms "
-        f"({pct(row['prediction_error'], 1, signed=True)})")
+        f"({pct(row['prediction_error'], 1, signed=True)}; each arm's own window, not paired)")
 
 
 # metric -> (measure(claim, arms by name, prepared table) -> (value, detail), how to show it)
@@ -269,12 +290,6 @@ def fmt(value: Any, kind: str) -> str:
     if kind == "times":
         return f"{value:.2f}x"
     return str(value)
-
-
-
-
-
-
 
 
 def _check_text(claim: dict[str, Any], kind: str) -> str:
@@ -434,17 +449,3 @@ def headline(results: list[ClaimResult], arms: list) -> str:
                  + f"; this hardware allows {allowed:.2f}x (the "
                  f"{arm.name} arm's {_floor_name(arm.summary.binding_floor)} floor)")
     return text + "."
-
-
-
-
-
-
-
-
-
-
-
-
-
-

@@ -15,8 +15,11 @@ from typing import Any
 
 import pandas as pd
 
-from perfstudy.common.thresholds import pct
+from perfstudy.common.thresholds import GAIN_THAT_MATTERS, pct
 from perfstudy.decide.fixes import prepared_step_at
+from perfstudy.measure import rounds as rounds_mod
+from perfstudy.measure.rounds import Comparison
+from perfstudy.run.verify_record import AgainstSource
 
 CHANGES = ("what changes for training: each random crop is cut from the source downsized to the "
            "bounded resolution (never fewer pixels than the network's input; resampled with "
@@ -52,6 +55,17 @@ def pair(arm, arms: list) -> Any | None:
     return None
 
 
+def paired_gain(arm) -> Comparison | None:
+    """The source's step over the prepared one, paired by round in the prepared arm's own run
+    (perfstudy.run.remedy_rounds); None where it did not measure its source, or no round paired."""
+    found = arm.summary.against_source
+    if found is None or found.rounds is None:
+        return None
+    c = rounds_mod.compare(found.rounds, AgainstSource.PREPARED, AgainstSource.SOURCE,
+                           GAIN_THAT_MATTERS)
+    return c if c.ratio is not None and c.low is not None and c.high is not None else None
+
+
 def evidence(arms: list) -> pd.DataFrame:
     """One row per prepared arm: measured against its source arm, predicted, cost, payback."""
     rows = []
@@ -83,8 +97,25 @@ def evidence(arms: list) -> pd.DataFrame:
                        predicted_step_ms=predicted,
                        prediction_error=(predicted / s.steady_step_ms - 1) if predicted else None,
                        payback_steps=payback, payback_epochs=payback / per_epoch)
+        row.update(_paired_columns(arm, row.get("predicted_step_ms"), row.get("source_step_ms")))
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def _paired_columns(arm, predicted_ms: float | None, source_ms: float | None) -> dict[str, Any]:
+    """The gain paired by round and the prediction's error read against it: the prediction
+    relative to the source's step it was made from (predicted / source step), against the
+    paired ratio (prepared / source), so neither side compares two runs' windows."""
+    c = paired_gain(arm)
+    if c is None:
+        return {}
+    out = {"paired_speedup": c.ratio, "paired_low": c.low, "paired_high": c.high,
+           "paired_rounds": c.rounds}
+    if predicted_ms and source_ms:
+        relative = predicted_ms / source_ms
+        out.update(paired_error=relative * c.ratio - 1, paired_error_low=relative * c.low - 1,
+                   paired_error_high=relative * c.high - 1)
+    return out
 
 
 def lines(table: pd.DataFrame, arms: list) -> list[str]:
@@ -111,9 +142,17 @@ def lines(table: pd.DataFrame, arms: list) -> list[str]:
                 f"{row.images_per_s:.1f} against {row.source_images_per_s:.1f} images/s, "
                 f"{row.speedup:.1f}x ({row.steady_step_ms:.0f} vs {row.source_step_ms:.0f} ms per "
                 f"step), waiting for data {pct(row.gap_share, 1)} of the step")
+        if _given(row, "paired_speedup"):
+            text += (f"; paired by round in {row.arm}'s run (the source read at its settings "
+                     f"in {row.paired_rounds:.0f} interleaved rounds): {row.paired_speedup:.1f}x "
+                     f"({row.paired_low:.1f}-{row.paired_high:.1f}, 95 %)")
         if row.predicted_step_ms is not None and row.predicted_step_ms == row.predicted_step_ms:
             text += (f"; predicted from {row.source_arm}'s profile before it ran: "
-                     f"{row.predicted_step_ms:.0f} ms ({pct(row.prediction_error, signed=True)})")
+                     f"{row.predicted_step_ms:.0f} ms ({pct(row.prediction_error, signed=True)}"
+                     + (f"; against the paired ratio {pct(row.paired_error, signed=True)}, "
+                        f"{pct(row.paired_error_low, signed=True)} to "
+                        f"{pct(row.paired_error_high, signed=True)}"
+                        if _given(row, "paired_error") else "") + ")")
         if math.isfinite(row.payback_steps):
             steps = math.ceil(row.payback_steps)
             within = ("within" if steps <= row.steps_trained else "beyond")
@@ -125,6 +164,11 @@ def lines(table: pd.DataFrame, arms: list) -> list[str]:
     psnr = float(table["psnr_min_db"].min())
     out += ["W" + CHANGES.format(psnr=psnr)[1:] + ".", "W" + SAME[1:] + "."]
     return out
+
+
+def _given(row, column: str) -> bool:
+    value = getattr(row, column, None)
+    return value is not None and value == value  # NaN where another prepared arm was not paired
 
 
 def quote(arm, table: pd.DataFrame) -> str:

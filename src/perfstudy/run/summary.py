@@ -23,7 +23,7 @@ from perfstudy.run.autotune import Tuned
 from perfstudy.run.probe_record import ProbedOperator
 from perfstudy.run.settings import Settings, Workers
 from perfstudy.run.sweep_record import Sweep
-from perfstudy.run.verify_record import Verification
+from perfstudy.run.verify_record import AgainstSource, Verification
 
 FILE = "summary.json"
 SPREADS = ("step_ms", "gap_ms", "fwd_bwd_ms", "tail_ms")  # RunSummary's Spread fields
@@ -173,6 +173,9 @@ class RunSummary:
     sweep: Sweep | None = doc(
         "ground truth: every setting of one operator measured in interleaved rounds "
         "(perfstudy.run.sweep; the sweep.key config)", default=None)
+    against_source: AgainstSource | None = doc(
+        "a prepared arm's pipeline and its source's at the same settings, in interleaved "
+        "rounds (perfstudy.run.remedy_rounds; verify.against_source)", default=None)
 
     @property
     def name(self) -> str:
@@ -186,6 +189,10 @@ class RunSummary:
     def with_sweep(self, sweep: Sweep) -> RunSummary:
         """The same summary with its sweep's rounds."""
         return replace(self, sweep=sweep)
+
+    def with_against_source(self, found: AgainstSource) -> RunSummary:
+        """The same summary with its rounds against the source it was prepared from."""
+        return replace(self, against_source=found)
 
 
 def write_summary(run_dir: str | Path, summary: RunSummary) -> Path:

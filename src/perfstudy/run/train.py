@@ -31,7 +31,7 @@ from perfstudy.data import dataset as data_mod
 from perfstudy.data import prepare, sources
 from perfstudy.measure import steptrace
 from perfstudy.measure.profiling import ProfileMeta, RunProfiler, extra_steps
-from perfstudy.run import autotune, opprobe, pipeline, sweep, verify
+from perfstudy.run import autotune, opprobe, pipeline, remedy_rounds, sweep, verify
 from perfstudy.run.factories import load_target
 from perfstudy.run.settings import Workers, operator_settings
 from perfstudy.run.step import TrainStep, check_labels, precompile, timed_step
@@ -376,9 +376,10 @@ def _verify(cfg, propose, train_step: TrainStep, source: str, run_dir: Path,
 
 
 def _verified_steps(summary: RunSummary) -> int:
-    """Steps the verification's windows took (the next steps are numbered after them)."""
-    found = summary.verification.rounds if summary.verification else None
-    return sum(v.window.steps for v in found.visits) if found else 0
+    """Steps the verification's and the remedy's rounds took (the next are numbered after)."""
+    found = [summary.verification.rounds if summary.verification else None,
+             summary.against_source.rounds if summary.against_source else None]
+    return sum(v.window.steps for rounds in found if rounds for v in rounds.visits)
 
 
 def run(cfg, manifest_path: str | Path | None = None,
@@ -423,6 +424,12 @@ def run(cfg, manifest_path: str | Path | None = None,
     if propose is not None and cfg.verify.candidates > 0 and not cfg.pipeline.autotune:
         summary = summary.with_verification(_verify(
             cfg, propose, train_step, source, run_dir, len(frame), summary.run_wall_s))
+        write_summary(run_dir, summary)
+    if cfg.data.prepared and cfg.verify.against_source:  # the remedy, paired by round
+        summary = summary.with_against_source(remedy_rounds.run(
+            lambda images, labels: timed_step(train_step, images, labels), source, manifest, cfg,
+            summary.operator_settings or {}, run_seed(cfg) + 5,
+            len(frame) + _verified_steps(summary), summary.run_wall_s))
         write_summary(run_dir, summary)
     if cfg.sweep.key:  # a benchmark's ground truth: every setting of one operator, in rounds
         summary = summary.with_sweep(sweep.run(

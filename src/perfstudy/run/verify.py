@@ -58,6 +58,8 @@ def window_steps(ver_cfg) -> int:
 def total_steps(cfg) -> int:
     """The most steps all rounds together can take (the optimizer's schedule counts them)."""
     settings = cfg.verify.candidates + 1
+    if cfg.data.prepared and cfg.verify.against_source:  # perfstudy.run.remedy_rounds: 2 more
+        settings += 2
     return settings * cfg.verify.max_rounds * RETRIES * window_steps(cfg.verify)
 
 
@@ -154,14 +156,16 @@ class Point(Protocol):
 def measure_rounds(step_fn: StepFn, source: str, cfg, points: Sequence[Point], base_seed: int,
                    first_index: int, *, budget_s: float | None, max_rounds: int,
                    decided: Callable[[Rounds], bool], stretch_s: float | None = None,
-                   needed: Callable[[Rounds], int | None] | None = None) -> Rounds:
+                   needed: Callable[[Rounds], int | None] | None = None,
+                   sources: Sequence[str] | None = None) -> Rounds:
     """Measure every point's setting in interleaved rounds (windows as measure_window), until
-    `decided`, max_rounds or the budget (verify.min_rounds and verify.max_interference apply)."""
+    `decided`, max_rounds or the budget (verify.min_rounds and verify.max_interference apply).
+    `sources`: what each point's pipeline reads (default: `source` for all)."""
     state = {"index": first_index}
 
     def visit(setting: int, round_: int) -> Window:
         entry = points[setting]
-        window = measure_window(step_fn, source, cfg, entry.settings,
+        window = measure_window(step_fn, sources[setting] if sources else source, cfg, entry.settings,
                                 base_seed + 1000 * round_ + setting, state["index"])
         state["index"] += window.steps
         log.info("  round %d, %s: %s", round_ + 1, entry.label,

@@ -58,3 +58,26 @@ class Verification:
     @property
     def share_of_training(self) -> float:
         return self.wall_s / self.training_wall_s if self.training_wall_s > 0 else float("nan")
+
+
+@dataclass(frozen=True)
+class AgainstSource:
+    """A prepared arm's pipeline and the same pipeline on the source it was prepared from (the
+    JPEGs), both at the run's own operator settings, measured in interleaved rounds in the
+    prepared arm's process: the remedy's gain as a ratio paired by round, not two arms' windows
+    measured minutes apart (perfstudy.run.remedy_rounds)."""
+
+    source_root: str = doc("the source the prepared copy was made from (an ImageFolder)")
+    source_dataset_sha256: str | None = doc("the source dataset's content hash")
+    rounds: Rounds | None = doc("setting 0: the prepared source (this run's), 1: the source "
+                                "(None: nothing was measured)")
+    training_wall_s: float = doc("the training's wall time before the rounds")
+    budget_share: float = doc("verify.budget_share: the rounds' budget as a share of it")
+    skipped: str | None = doc("why nothing was measured", default=None)
+
+    PREPARED = 0
+    SOURCE = 1
+
+    @property
+    def wall_s(self) -> float:
+        return self.rounds.wall_s if self.rounds else 0.0

@@ -294,3 +294,69 @@ def test_the_advisors_pick_against_the_best_arm_is_read_paired_where_one_run_mea
     assert got.result == "inconclusive" and got.interval[0] < 0.10 < got.interval[1]
     got = claims.score(spec, arms([1.35, 1.38, 1.33, 1.36])).claims[0]  # the pick clearly slower
     assert got.result == "does not hold" and got.measured == pytest.approx(0.355, abs=0.02)
+
+
+def test_the_remedy_is_read_paired_by_round_where_the_prepared_arm_measured_its_source():
+    """The prepared arm measured its source's pipeline beside its own in interleaved rounds
+    (perfstudy.run.remedy_rounds): its gain is that paired ratio with its interval, and the
+    prediction's error is read against it (predicted / the source's step it was made from,
+    against prepared / source paired), not against a window of another run minutes apart.
+    Without the rounds, both fall back to the arms' own windows and say so."""
+    from records import make_diagnosis, make_recommendation, make_summary
+
+    from perfstudy.common.records import to_dict
+    from perfstudy.measure.interference import Interference
+    from perfstudy.measure.rounds import Rounds, Visit, Window
+    from perfstudy.run.verify_record import AgainstSource
+
+    dataset = read_json(REPO / "docs/records/runs/after-638deea/prepared/summary.json")["dataset"]
+    sha = dataset["prepared"]["source_manifest"]["dataset_sha256"]
+    settings = {"pipeline.num_parallel_workers": 1, "pipeline.reader_workers": 1}
+
+    def against(prepared, source):  # per-round mean steps; the host's drift shared by both
+        visits = [Visit(i, r, i, Window(step, 8, 4, 1.0), Interference(1.0, 0.0, 0.0))
+                  for r, pair in enumerate(zip(prepared, source, strict=True))
+                  for i, step in enumerate(pair)]
+        found = Rounds(2, 1, [[0, 1]] * len(prepared), visits, "decided", 60.0, 60.0, 0.10)
+        return to_dict(AgainstSource("/data/photos", sha, found, 60.0, 1.0))
+
+    class Arm:
+        def __init__(self, name, summary, diagnosis=None):
+            self.name, self.summary, self.diagnosis, self.steps = name, summary, diagnosis, []
+
+    prediction = {"predictions": [{"settings": settings, "step_ms": 600.0}]}
+    source = Arm("baseline", make_summary(arm="baseline", run="baseline", steady_step_ms=3000.0,
+                                          operator_settings=settings, dataset_sha256=sha,
+                                          num_parallel_workers={"effective": 1}),
+                 make_diagnosis(recommendation=make_recommendation(prepared_prediction=prediction)))
+
+    def prepared(**more):  # its own window read 500 ms, minutes after the source's 3000 ms
+        return Arm("prepared", make_summary(arm="prepared", run="prepared", steady_step_ms=500.0,
+                                            images_per_s=64.0, operator_settings=settings,
+                                            dataset={**dataset}, num_parallel_workers={"effective": 1},
+                                            dataset_sha256="prepared-sha", **more))
+    spec = {"claims": [{"id": "five", "claim": "x", "metric": "prepared_speedup", "arm": "prepared",
+                        "at_least": 5},
+                       {"id": "predicted", "claim": "x", "metric": "prepared_prediction_error",
+                        "arm": "prepared", "at_most": 0.15}]}
+    own = [560.0, 620.0, 540.0, 600.0]
+    arms = [source, prepared(against_source=against(own, [5.2 * o for o in own]))]
+    got = _by_id(claims.score(spec, arms))
+    assert got["five"].result == "holds" and got["five"].measured == pytest.approx(5.2, rel=0.01)
+    assert got["five"].interval_kind.startswith("paired") and "paired by round in prepared's run" in got["five"].detail
+    # predicted 600 against the source's 3000 ms (5.0x); measured 5.2x paired: +4 %, holds
+    assert got["predicted"].result == "holds" and got["predicted"].measured == pytest.approx(0.04, abs=0.005)
+    assert got["predicted"].interval_kind.startswith("paired")
+    from perfstudy.decide import remedy
+
+    said = " ".join(remedy.lines(remedy.evidence(arms), arms))
+    assert "paired by round in prepared's run" in said and "5.2x (" in said
+    assert "against the paired ratio +4 %" in said
+    # a noisy pairing straddling the bound: inconclusive, never "holds" on a point
+    noisy = [5.0 * o * f for o, f in zip(own, [0.8, 1.3, 0.85, 1.25], strict=True)]
+    got = _by_id(claims.score(spec, [source, prepared(against_source=against(own, noisy))]))
+    assert got["five"].result == "inconclusive" and got["five"].interval[0] < 5 < got["five"].interval[1]
+    # no rounds against the source: the arms' own windows (6.0x, +20 %), said unpaired
+    got = _by_id(claims.score(spec, [source, prepared()]))
+    assert "not paired" in got["five"].detail and "not paired" in got["predicted"].detail
+    assert got["predicted"].measured == pytest.approx(0.20, abs=0.01) and got["predicted"].result == "does not hold"

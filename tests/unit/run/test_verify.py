@@ -29,6 +29,10 @@ def test_the_optimizer_schedule_counts_every_window_step():
                               "verify.max_rounds=5"])
     # 3 settings x 5 rounds x 2 (a disturbed window measured again) x (start-up + 6 steps)
     assert verify.total_steps(cfg) == 3 * 5 * 2 * (1 + cfg.verify.warmup_steps + 6)
+    # a prepared run also measures itself against its source: 2 settings more
+    prepared = compose_run_config(["size=smoke", "verify.candidates=2", "verify.max_steps=6",
+                                   "verify.max_rounds=5", "data.prepared=true"])
+    assert verify.total_steps(prepared) == 5 * 5 * 2 * (1 + cfg.verify.warmup_steps + 6)
 
 
 def _stand_in_step(calls):
@@ -116,3 +120,39 @@ def test_a_sweep_measures_every_setting_in_rounds_and_places_each(smoke_dataset)
     assert found.index(2, True) == 3 and found.index(3, False) is None
     # the optimizer's schedule counts the sweep's steps: 4 settings x 2 rounds x 2 x (1 + 4)
     assert sweep.total_steps(cfg, 2) == 4 * 2 * 2 * (1 + cfg.verify.warmup_steps + 4)
+
+
+def test_a_prepared_run_measures_its_source_beside_itself_in_the_same_rounds(smoke_dataset, tmp_path,
+                                                                              monkeypatch):
+    """perfstudy.run.remedy_rounds: setting 0 reads the prepared MindRecord, setting 1 the
+    source's ImageFolder, both at the run's settings, every round; a source that moved is said,
+    never measured (nothing is guessed)."""
+    import json
+
+    from perfstudy.data import prepare
+    from perfstudy.data.dataset import load_manifest
+    from perfstudy.data.sources import training_source
+    from perfstudy.run import pipeline, remedy_rounds
+
+    cfg = compose_run_config(["size=smoke", "data.prepared=true", "verify.min_steps=2",
+                              "verify.max_steps=5", "verify.min_rounds=2", "verify.max_rounds=2"])
+    path = prepare.prepare(smoke_dataset, prepare.Settings.from_config(cfg), tmp_path / "prepared")
+    manifest = load_manifest(path)
+    record = training_source(manifest)
+    read = []
+    real = pipeline.create_train_dataset
+    monkeypatch.setattr(pipeline, "create_train_dataset",
+                        lambda root, *args, **kw: read.append(root) or real(root, *args, **kw))
+    settings = {"pipeline.num_parallel_workers": 1}
+    found = remedy_rounds.run(_stand_in_step({"n": 0}), record, manifest, cfg, settings,
+                              base_seed=3, first_index=10, training_wall_s=1000.0)
+    assert found.skipped is None and found.rounds.settings == 2 and len(found.rounds.orders) == 2
+    source_root = load_manifest(smoke_dataset)["root"]
+    by_setting = {v.setting: read[i] for i, v in enumerate(found.rounds.visits)}
+    assert by_setting == {0: record, 1: source_root} and found.source_root == source_root
+    assert found.source_dataset_sha256 == load_manifest(smoke_dataset)["dataset_sha256"]
+    moved = json.loads(path.read_text())
+    moved["source_manifest"]["path"] = str(tmp_path / "gone" / "manifest.json")
+    missing = remedy_rounds.run(_stand_in_step({"n": 0}), record, {**manifest, **moved}, cfg, settings,
+                                base_seed=3, first_index=10, training_wall_s=1000.0)
+    assert missing.rounds is None and "is not there" in missing.skipped
