@@ -163,6 +163,12 @@ def _speedup_of_allowed(claim, arms, prepared):
                                f"floor allows ({arm.summary.floor_ms:.0f} ms)")
 
 
+def _absolute(value: float, low: float, high: float) -> tuple[float, float, float]:
+    """|error| and its interval from a signed error's (0 inside it where it changes sign)."""
+    ends = sorted((abs(low), abs(high)))
+    return abs(value), (0.0 if low <= 0 <= high else ends[0]), ends[1]
+
+
 def _prediction_error(claim, arms, _prepared):
     arm = _arm(arms, claim["arm"])
     source = (_arm(arms, claim["against"], "predicting arm") if claim.get("against")
@@ -171,10 +177,20 @@ def _prediction_error(claim, arms, _prepared):
     if not advice:
         raise Unmeasured("no arm's diagnosis has an advisor model to predict from")
     predicted = predict(advice, pick.settings(arm)).step_ms
+    paired = paired_speedup(arm, source) if arm is not source else None
+    if paired is not None:  # the predicted speedup against the one measured paired by round
+        speedup, how = paired
+        relative = predicted / source.summary.steady_step_ms
+        error = [relative * v - 1 for v in (speedup.value, speedup.low, speedup.high)]
+        return Paired(*_absolute(*error), speedup.rounds, speedup.level), (
+            f"predicted from {source.name} {predicted:.0f} ms against its {source.summary.steady_step_ms:.0f} ms "
+            f"({1 / relative:.2f}x), measured {speedup.value:.2f}x {how}: "
+            f"{pct(error[0], 1, signed=True)}")
     measured = arm.summary.steady_step_ms
     return abs(predicted - measured) / measured, (
         f"predicted from {source.name} {predicted:.0f} ms, measured {measured:.0f} ms "
-        f"({pct((predicted - measured) / measured, 1, signed=True)})")
+        f"({pct((predicted - measured) / measured, 1, signed=True)}; each arm's own window, "
+        "not paired)")
 
 
 def paired_pick(source, picked_settings, best) -> tuple[Paired, str] | None:
@@ -241,12 +257,6 @@ def _prepared_speedup(claim, arms, prepared):
     return float(row["speedup"]), (f"{row['steady_step_ms']:.0f} vs {row['source_step_ms']:.0f} ms "
                                    f"per step ({row['source_arm']} on the source; each arm's own "
                                    "window, not paired)")
-
-
-def _absolute(value: float, low: float, high: float) -> tuple[float, float, float]:
-    """|error| and its interval from a signed error's (0 inside it where it changes sign)."""
-    ends = sorted((abs(low), abs(high)))
-    return abs(value), (0.0 if low <= 0 <= high else ends[0]), ends[1]
 
 
 def _prepared_prediction_error(claim, arms, prepared):

@@ -360,3 +360,39 @@ def test_the_remedy_is_read_paired_by_round_where_the_prepared_arm_measured_its_
     got = _by_id(claims.score(spec, [source, prepared()]))
     assert "not paired" in got["five"].detail and "not paired" in got["predicted"].detail
     assert got["predicted"].measured == pytest.approx(0.20, abs=0.01) and got["predicted"].result == "does not hold"
+
+
+def test_the_advisors_prediction_of_another_arm_is_read_against_the_paired_speedup():
+    """The advisor predicted the tuned step from the baseline's run; the tuned arm's own window
+    ran minutes later on a host that drifted. Where the two settings were measured paired by
+    round, the error is the predicted speedup (prediction / the baseline's step it was made
+    from) against the paired one, with its interval; else the windows, said unpaired."""
+    from records import make_advice, make_diagnosis, make_recommendation, make_summary, make_verification, one_map_model
+
+    from perfstudy.decide import verification
+    from perfstudy.decide.advisor import predict
+
+    key, reader = "pipeline.num_parallel_workers", "pipeline.reader_workers"
+    base_set, tuned_set = {key: 1, reader: 1}, {key: 2, reader: 1}
+    advice = make_advice(one_map_model(key))
+
+    class Arm:
+        def __init__(self, name, settings, step, diagnosis):
+            self.name, self.diagnosis = name, diagnosis
+            self.summary = make_summary(arm=name, run=name, steady_step_ms=step, operator_settings=settings,
+                                        num_parallel_workers={"effective": settings[key]})
+    own = [1200.0, 1100.0, 1300.0, 1150.0]
+    checked = verification.verdict(make_verification([(tuned_set, 600.0), (base_set, 1200.0)],
+                                                     [own, [1.8 * o for o in own]]))
+    base = Arm("baseline", base_set, 1000.0, make_diagnosis(advisor=advice))
+    tuned = Arm("tuned", tuned_set, 800.0, make_diagnosis(recommendation=make_recommendation(verification=checked)))
+    predicted = predict(advice, tuned_set).step_ms
+    spec = {"claims": [{"id": "p", "claim": "x", "metric": "prediction_error", "arm": "tuned",
+                        "against": "baseline", "at_most": 0.2}]}
+    got = claims.score(spec, [base, tuned]).claims[0]
+    assert got.interval_kind.startswith("paired") and "paired by round in tuned's verification" in got.detail
+    assert got.measured == pytest.approx(abs(predicted / 1000.0 * 1.8 - 1), abs=0.01)
+    assert got.interval[0] <= got.measured <= got.interval[1]
+    tuned.diagnosis = make_diagnosis()  # no rounds paired the settings: the windows, said so
+    got = claims.score(spec, [base, tuned]).claims[0]
+    assert got.measured == pytest.approx(abs(predicted - 800.0) / 800.0) and "not paired" in got.detail
