@@ -21,19 +21,18 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from perfstudy.common.records import from_dict
-from perfstudy.common.thresholds import GAIN_THAT_MATTERS, pct
+from perfstudy.common.thresholds import pct
 from perfstudy.decide import pick, remedy
-from perfstudy.decide.advisor import canonical, predict
+from perfstudy.decide.advisor import predict
 from perfstudy.decide.claim_result import ClaimResult, Scorecard
 from perfstudy.decide.diagnosis import verdict_label
-from perfstudy.measure import rounds as rounds_mod
+from perfstudy.decide.paired import Paired, absolute, paired_pick, paired_speedup
 from perfstudy.measure.intervals import median_interval
 
 BOUNDS = ("at_least", "at_most", "equals")
@@ -91,51 +90,6 @@ def _culprit_against_analyzer(claim, arms, _prepared):
                    f"{reading.operator or 'none'} ({reading.advice})")
 
 
-@dataclass(frozen=True)
-class Paired:
-    """A ratio measured paired by round inside one run (its verification's interleaved rounds),
-    with its interval: a claim is judged on the whole interval, not on the point."""
-
-    value: float
-    low: float
-    high: float
-    rounds: int
-    level: float
-
-    def __float__(self) -> float:
-        return self.value
-
-
-def _only_settings_differ(a, b) -> bool:
-    """Same data, model and pipeline code, size and batch: the arms differ in operator settings
-    at most, so one run's windows at the other's settings measure the other arm."""
-    x, y = a.summary, b.summary
-    return (x.dataset_sha256 == y.dataset_sha256 and x.factories == y.factories
-            and (x.size, x.batch_size, x.image_size) == (y.size, y.batch_size, y.image_size))
-
-
-def paired_speedup(arm, against) -> tuple[Paired, str] | None:
-    """The arm's speedup over `against`, paired by round: from the arm's verification where it
-    measured the other arm's settings beside its own (else from the other arm's, inverted). The
-    arms' own windows ran minutes apart, and the host drifts between them (+16 % on one arm's
-    setting within a run, docs/measurement.md); None where neither run measured the other."""
-    if not _only_settings_differ(arm, against):
-        return None
-    for source, other, flip in ((arm, against, False), (against, arm, True)):
-        checked = source.diagnosis.recommendation.verification if source.diagnosis else None
-        target = canonical(other.summary.operator_settings or {})
-        for row in (checked.settings[1:] if checked else []):
-            c = row.comparison
-            if c is None or c.ratio is None or c.low is None or c.high is None \
-                    or canonical(row.settings) != target:
-                continue
-            found = Paired(c.ratio, c.low, c.high, c.rounds, c.level) if not flip else \
-                Paired(1 / c.ratio, 1 / c.high, 1 / c.low, c.rounds, c.level)
-            return found, (f"paired by round in {source.name}'s verification ({c.rounds} "
-                           f"interleaved rounds: {other.name}'s settings beside {source.name}'s)")
-    return None
-
-
 def _speedup(claim, arms, _prepared):
     arm, against = _arm(arms, claim["arm"]), _arm(arms, claim.get("against"), "compared arm")
     paired = paired_speedup(arm, against)
@@ -163,12 +117,6 @@ def _speedup_of_allowed(claim, arms, prepared):
                                f"floor allows ({arm.summary.floor_ms:.0f} ms)")
 
 
-def _absolute(value: float, low: float, high: float) -> tuple[float, float, float]:
-    """|error| and its interval from a signed error's (0 inside it where it changes sign)."""
-    ends = sorted((abs(low), abs(high)))
-    return abs(value), (0.0 if low <= 0 <= high else ends[0]), ends[1]
-
-
 def _prediction_error(claim, arms, _prepared):
     arm = _arm(arms, claim["arm"])
     source = (_arm(arms, claim["against"], "predicting arm") if claim.get("against")
@@ -182,7 +130,7 @@ def _prediction_error(claim, arms, _prepared):
         speedup, how = paired
         relative = predicted / source.summary.steady_step_ms
         error = [relative * v - 1 for v in (speedup.value, speedup.low, speedup.high)]
-        return Paired(*_absolute(*error), speedup.rounds, speedup.level), (
+        return Paired(*absolute(*error), speedup.rounds, speedup.level), (
             f"predicted from {source.name} {predicted:.0f} ms against its {source.summary.steady_step_ms:.0f} ms "
             f"({1 / relative:.2f}x), measured {speedup.value:.2f}x {how}: "
             f"{pct(error[0], 1, signed=True)}")
@@ -191,32 +139,6 @@ def _prediction_error(claim, arms, _prepared):
         f"predicted from {source.name} {predicted:.0f} ms, measured {measured:.0f} ms "
         f"({pct((predicted - measured) / measured, 1, signed=True)}; each arm's own window, "
         "not paired)")
-
-
-def paired_pick(source, picked_settings, best) -> tuple[Paired, str] | None:
-    """The picked setting's step over the best arm's setting, paired by round in the source
-    arm's verification where it measured both (same data and code: only settings differ);
-    None where it did not. Percent kind: ratio - 1 and its interval."""
-    ver = source.summary.verification
-    if ver is None or ver.rounds is None or not _only_settings_differ(source, best):
-        return None
-    at_pick = _rank(ver.plan, picked_settings)
-    at_best = _rank(ver.plan, best.summary.operator_settings or {})
-    if at_pick is None or at_best is None or at_pick == at_best:
-        return None
-    c = rounds_mod.compare(ver.rounds, at_best, at_pick, GAIN_THAT_MATTERS)
-    if c.ratio is None or c.low is None or c.high is None:
-        return None
-    return Paired(c.ratio - 1, c.low - 1, c.high - 1, c.rounds, c.level), (
-        f"{source.name}'s recommendation ({ver.plan[at_pick].label}) against the best arm's "
-        f"setting ({best.name}: {ver.plan[at_best].label}), paired by round in {source.name}'s "
-        f"verification ({c.rounds} interleaved rounds)")
-
-
-def _rank(plan, settings) -> int | None:
-    """The plan's index of these settings (None: not measured)."""
-    target = canonical(settings)
-    return next((p.rank for p in plan if canonical(p.settings) == target), None)
 
 
 def _advisor_pick(claim, arms, _prepared):
@@ -266,7 +188,7 @@ def _prepared_prediction_error(claim, arms, prepared):
         raise Unmeasured(f"{row['source_arm']}'s diagnosis made no prediction for the prepared source")
     c = remedy.paired_gain(arm)
     if c is not None and not pd.isna(row.get("paired_error")):
-        value, low, high = _absolute(row["paired_error"], row["paired_error_low"],
+        value, low, high = absolute(row["paired_error"], row["paired_error_low"],
                                      row["paired_error_high"])
         return Paired(value, low, high, c.rounds, c.level), (
             f"predicted {row['predicted_step_ms']:.0f} ms against {row['source_arm']}'s "

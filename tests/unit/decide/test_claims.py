@@ -252,6 +252,15 @@ def test_a_speedup_between_arms_that_differ_only_in_settings_is_read_paired_by_r
         [[4400.0, 4300.0, 4500.0], [3150.0, 3070.0, 3210.0]]))), Arm("tuned", tuned_set, 3338.0)]
     got = claims.score(spec, arms).claims[0]
     assert got.measured == pytest.approx(4400 / 3143, rel=0.02) and "baseline's verification" in got.detail
+    # both runs measured the pair (1.40x and 1.41x, two processes): the union of their
+    # intervals, so the claim holds only where each run's interval meets the bound
+    arms[1] = Arm("tuned", tuned_set, 3338.0, quiet)
+    got = claims.score(spec, arms).claims[0]
+    assert "2 runs' verifications" in got.detail and got.result == "holds"
+    assert got.interval[0] == pytest.approx(min(4400 / 3210, 1.39), abs=0.03)
+    spec["claims"][0]["at_least"] = 1.405  # inside the tuned run's interval: not every run meets it
+    assert claims.score(spec, arms).claims[0].result == "inconclusive"
+    spec["claims"][0]["at_least"] = 1.05
     # other data: not the same arm at another setting, so the windows, said unpaired
     arms[1].summary = make_summary(arm="tuned", run="tuned", steady_step_ms=3338.0,
                                    operator_settings=tuned_set, dataset_sha256="other")

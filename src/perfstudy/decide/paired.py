@@ -1,0 +1,110 @@
+"""Claims read paired by round: a ratio two settings' windows gave in the same interleaved rounds
+of one run (a verification's, or a prepared arm's against its source), with its interval, in
+place of two arms' windows measured minutes apart (docs/report-and-claims.md)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from perfstudy.common.thresholds import GAIN_THAT_MATTERS
+from perfstudy.decide.advisor import canonical
+from perfstudy.measure import rounds as rounds_mod
+
+
+@dataclass(frozen=True)
+class Paired:
+    """A ratio measured paired by round inside one run (its verification's interleaved rounds),
+    with its interval: a claim is judged on the whole interval, not on the point."""
+
+    value: float
+    low: float
+    high: float
+    rounds: int
+    level: float
+
+    def __float__(self) -> float:
+        return self.value
+
+
+def _only_settings_differ(a, b) -> bool:
+    """Same data, model and pipeline code, size and batch: the arms differ in operator settings
+    at most, so one run's windows at the other's settings measure the other arm."""
+    x, y = a.summary, b.summary
+    return (x.dataset_sha256 == y.dataset_sha256 and x.factories == y.factories
+            and (x.size, x.batch_size, x.image_size) == (y.size, y.batch_size, y.image_size))
+
+
+def paired_speedup(arm, against) -> tuple[Paired, str] | None:
+    """The arm's speedup over `against`, paired by round: from every verification of the two
+    that measured the other arm's settings beside its own (the other's inverted). The arms' own
+    windows ran minutes apart, and the host drifts between them (+16 % on one arm's setting
+    within a run, docs/measurement.md); None where neither run measured the other.
+
+    Two runs that measured the pair each give a within-run interval, and two processes differ
+    by more than either says (1.51x, 1.48-1.53 against 1.41x, 1.34-1.49 in one make run): the
+    interval returned is then the union of theirs, so a claim holds only where every run's
+    interval meets its bound and fails only where none of them does."""
+    if not _only_settings_differ(arm, against):
+        return None
+    found: list[tuple[Paired, str]] = []
+    for source, other, flip in ((arm, against, False), (against, arm, True)):
+        checked = source.diagnosis.recommendation.verification if source.diagnosis else None
+        target = canonical(other.summary.operator_settings or {})
+        for row in (checked.settings[1:] if checked else []):
+            c = row.comparison
+            if c is None or c.ratio is None or c.low is None or c.high is None \
+                    or canonical(row.settings) != target:
+                continue
+            found.append((Paired(c.ratio, c.low, c.high, c.rounds, c.level) if not flip else
+                          Paired(1 / c.ratio, 1 / c.high, 1 / c.low, c.rounds, c.level), source.name))
+            break
+    if not found:
+        return None
+    if len(found) == 1:
+        (one, name), = found
+        return one, (f"paired by round in {name}'s verification ({one.rounds} interleaved rounds: "
+                     f"{(against if name == arm.name else arm).name}'s settings beside {name}'s)")
+    values = [p.value for p, _ in found]
+    both = Paired(float(np.exp(np.mean(np.log(values)))), min(p.low for p, _ in found),
+                  max(p.high for p, _ in found), sum(p.rounds for p, _ in found), found[0][0].level)
+    each = "; ".join(f"{name}'s {p.value:.2f}x ({p.low:.2f}-{p.high:.2f}, {p.rounds} rounds)"
+                     for p, name in found)
+    agree = all(p.low <= q.value <= p.high for p, _ in found for q, _ in found)
+    return both, (f"paired by round in {len(found)} runs' verifications, each measuring both "
+                  f"settings: {each}; the interval is their union ("
+                  + ("each run's value inside the other's interval" if agree else
+                     "the runs differ by more than their own intervals: between-run noise") + ")")
+
+
+def absolute(value: float, low: float, high: float) -> tuple[float, float, float]:
+    """|error| and its interval from a signed error's (0 inside it where it changes sign)."""
+    ends = sorted((abs(low), abs(high)))
+    return abs(value), (0.0 if low <= 0 <= high else ends[0]), ends[1]
+
+
+def paired_pick(source, picked_settings, best) -> tuple[Paired, str] | None:
+    """The picked setting's step over the best arm's setting, paired by round in the source
+    arm's verification where it measured both (same data and code: only settings differ);
+    None where it did not. Percent kind: ratio - 1 and its interval."""
+    ver = source.summary.verification
+    if ver is None or ver.rounds is None or not _only_settings_differ(source, best):
+        return None
+    at_pick = _rank(ver.plan, picked_settings)
+    at_best = _rank(ver.plan, best.summary.operator_settings or {})
+    if at_pick is None or at_best is None or at_pick == at_best:
+        return None
+    c = rounds_mod.compare(ver.rounds, at_best, at_pick, GAIN_THAT_MATTERS)
+    if c.ratio is None or c.low is None or c.high is None:
+        return None
+    return Paired(c.ratio - 1, c.low - 1, c.high - 1, c.rounds, c.level), (
+        f"{source.name}'s recommendation ({ver.plan[at_pick].label}) against the best arm's "
+        f"setting ({best.name}: {ver.plan[at_best].label}), paired by round in {source.name}'s "
+        f"verification ({c.rounds} interleaved rounds)")
+
+
+def _rank(plan, settings) -> int | None:
+    """The plan's index of these settings (None: not measured)."""
+    target = canonical(settings)
+    return next((p.rank for p in plan if canonical(p.settings) == target), None)
