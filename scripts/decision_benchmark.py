@@ -28,7 +28,7 @@ import numpy as np
 from perfstudy.common import config
 from perfstudy.common.thresholds import pct
 from perfstudy.data import sources
-from perfstudy.orchestrate.cli import main_guard, setup_logging
+from perfstudy.orchestrate.cli import UserError, main_guard, setup_logging
 from perfstudy.run import decision_benchmark as bench
 from perfstudy.run import pipeline, train, verify
 from perfstudy.run.step import TrainStep
@@ -49,6 +49,23 @@ def markdown(rows: list[dict], size: str, plain_ms: float) -> str:
     return "\n".join(lines)
 
 
+def combined(paths: list[str]) -> str:
+    """One table from several invocations' JSON (their trials pooled); refuses a mix of sizes
+    or injections (their effects are not the same effect)."""
+    outputs = [json.loads(Path(p).read_text()) for p in paths]
+    # an A/A comparison is the same whatever --inject said; an injected effect is not
+    kinds = {(o["size"], o.get("inject", "thread") if any(t["effect"] for t in o["trials"]) else "")
+             for o in outputs}
+    if len({k[0] for k in kinds}) > 1 or len({k[1] for k in kinds} - {""}) > 1:
+        raise UserError(f"--combine: these outputs differ in size or injection ({sorted(kinds)}); "
+                         "combine only runs of one size and one --inject.")
+    trials = [bench.Trial(**t) for o in outputs for t in o["trials"]]
+    plain = float(np.median([o["plain_step_ms"] for o in outputs]))
+    size = outputs[0]["size"]
+    return (markdown(bench.table(trials), size, plain)
+            + f"\n\n({len(trials)} comparisons from {len(paths)} runs; plain step: the runs' median)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -63,9 +80,15 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=11)
     parser.add_argument("--tag", default="", help="appended to the JSON's name (several invocations)")
     parser.add_argument("--results", default="results")
+    parser.add_argument("--combine", nargs="+", metavar="JSON",
+                        help="print one table from the trials of these earlier outputs (same size "
+                             "and injection), run nothing")
     parser.add_argument("overrides", nargs="*", help="more Hydra overrides")
     args = parser.parse_args()
     setup_logging()
+    if args.combine:
+        print(combined(args.combine))
+        return
     effects = [float(e) for e in args.effects.split(",") if e.strip()]
     kinds = [0.0] * args.aa + [e for e in effects for _ in range(args.per_effect)]
     cfg = config.compose_run_config([f"size={args.size}", f"experiment={args.experiment}",

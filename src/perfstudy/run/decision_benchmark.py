@@ -26,7 +26,7 @@ import logging
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -59,6 +59,9 @@ class Trial:
     low: float | None
     high: float | None
     log_ratios: list[float]
+    # every kept window (setting, round, step, steps run and counted, wall): what the window
+    # length's trade-off (overhead per window against its spread) is studied from
+    windows: list[dict] = field(default_factory=list)
 
 
 def _step_fn(step: TrainStep, extra_s: float) -> verify.StepFn:
@@ -127,7 +130,11 @@ def trial(step: TrainStep, source: str, cfg, effect: float, extra_s: float, seed
     comp = rounds_mod.compare(found, 0, 1, GAIN_THAT_MATTERS)
     ref, cand = found.paired(0, 1)
     logs = [math.log(b / a) for a, b in zip(ref, cand, strict=True)]
-    return Trial(effect, comp.outcome, comp.rounds, comp.ratio or math.nan, comp.low, comp.high, logs)
+    windows = [{"setting": v.setting, "round": v.round, "step_ms": v.window.step_ms,
+                "steps": v.window.steps, "counted": v.window.steps_counted,
+                "wall_s": round(v.window.wall_s, 2)} for v in found.kept()]
+    return Trial(effect, comp.outcome, comp.rounds, comp.ratio or math.nan, comp.low, comp.high, logs,
+                 windows)
 
 
 def table(trials: list[Trial]) -> list[dict]:
