@@ -74,14 +74,19 @@ def main() -> None:
         for row in pd.read_csv(prepared_csv).to_dict("records"):
             for key in ("speedup", "steady_step_ms", "predicted_step_ms", "prediction_error",
                         "preparation_wall_s", "preparation_cpu_s", "bytes_before", "bytes_after",
-                        "payback_steps", "payback_epochs"):
+                        "payback_steps", "payback_epochs", "paired_speedup", "paired_low",
+                        "paired_high", "paired_rounds", "paired_error"):
                 value = row.get(key)
                 if value is not None and value == value and abs(value) != float("inf"):
                     metrics[f"prepared/{row['arm']}/{key}"] = value
             if isinstance(row.get("source_arm"), str):
                 tags[f"perfstudy.prepared.{row['arm']}"] = (
                     f"{row['speedup']:.2f}x the images/s of {row['source_arm']} "
-                    f"({row['steady_step_ms']:.0f} vs {row['source_step_ms']:.0f} ms per step)")
+                    f"({row['steady_step_ms']:.0f} vs {row['source_step_ms']:.0f} ms per step, each "
+                    "arm's window" + (f"; paired by round in its run: {row['paired_speedup']:.2f}x, "
+                                      f"{row['paired_low']:.2f}-{row['paired_high']:.2f}"
+                                      if row.get("paired_speedup") == row.get("paired_speedup")
+                                      and row.get("paired_speedup") is not None else "") + ")")
     card = read_scorecard(report_dir)  # the claims, scored: the run's description
     tags.update(mlflow_fields.scorecard_tags(card))
     if args.run_files:  # the machine kind the runs ran on: the history's points are compared within it

@@ -298,6 +298,8 @@ def test_the_prepared_arms_prove_the_remedy(study):
     runs_found = client.search_runs([experiment.experiment_id])
     parent = next(r for r in runs_found if r.data.tags.get("perfstudy.role") == "study")
     assert "prepared/prepared/speedup" in parent.data.metrics
+    assert "prepared/prepared/paired_speedup" in parent.data.metrics
+    assert "paired by round in its run" in parent.data.tags["perfstudy.prepared.prepared"]
     assert "prepared/prepared_tuned/preparation_wall_s" in parent.data.metrics
     # at smoke size decoding costs little: a payback is logged only where there is a saving
     paid = table["payback_steps"].replace(float("inf"), float("nan")).notna()
