@@ -97,13 +97,14 @@ def test_the_report_scores_every_claim_of_the_study(study):
     spec = yaml.safe_load((REPO / "workflow/claims/seed_case.yaml").read_text())
     assert [c["id"] for c in card["claims"]] == [c["id"] for c in spec["claims"]]
     # every arm ran, so every claim is measured, none skipped: it holds or does not, or (a
-    # speedup or pick read paired by round, judged on its interval) is inconclusive
+    # ratio read paired by round, judged on its interval) is inconclusive
     assert card["not_scored"] == 0 and card["scored"] + card["inconclusive"] == len(spec["claims"])
     for claim in card["claims"]:
         assert claim["passed"] is {"holds": True, "does not hold": False}.get(claim["result"])
         if claim["result"] == "inconclusive":
             assert claim["interval_kind"].startswith("paired") and claim["metric"] in (
-                "speedup", "advisor_pick_vs_best")
+                "speedup", "advisor_pick_vs_best", "prediction_error", "prepared_speedup",
+                "prepared_prediction_error")
         assert claim["measured_text"] != "-" and claim["detail"]
     md = (study / "report/seed_case/report.md").read_text()
     assert md.splitlines()[2] == f"**{card['headline']}**"
