@@ -32,7 +32,7 @@ from perfstudy.decide import pick, remedy
 from perfstudy.decide.advisor import predict
 from perfstudy.decide.claim_result import ClaimResult, Scorecard
 from perfstudy.decide.diagnosis import verdict_label
-from perfstudy.decide.paired import Paired, absolute, paired_pick, paired_speedup
+from perfstudy.decide.paired import Paired, absolute, paired_pick, paired_speedup, prediction_error
 from perfstudy.measure.intervals import median_interval
 
 BOUNDS = ("at_least", "at_most", "equals")
@@ -129,7 +129,7 @@ def _prediction_error(claim, arms, _prepared):
     if paired is not None:  # the predicted speedup against the one measured paired by round
         speedup, how = paired
         relative = predicted / source.summary.steady_step_ms
-        error = [relative * v - 1 for v in (speedup.value, speedup.low, speedup.high)]
+        error = prediction_error(relative, speedup.value, speedup.low, speedup.high)
         return Paired(*absolute(*error), speedup.rounds, speedup.level), (
             f"predicted from {source.name} {predicted:.0f} ms against its {source.summary.steady_step_ms:.0f} ms "
             f"({1 / relative:.2f}x), measured {speedup.value:.2f}x {how}: "

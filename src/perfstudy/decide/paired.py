@@ -78,6 +78,13 @@ def paired_speedup(arm, against) -> tuple[Paired, str] | None:
                      "the runs differ by more than their own intervals: between-run noise") + ")")
 
 
+def prediction_error(relative: float, value: float, low: float, high: float) -> list[float]:
+    """A prediction's signed error against a speedup measured paired by round (and at its
+    interval's ends): `relative` is the predicted step over the step of the run it was made
+    from, so relative x speedup - 1 (0: the prediction met the paired measurement)."""
+    return [relative * v - 1 for v in (value, low, high)]
+
+
 def absolute(value: float, low: float, high: float) -> tuple[float, float, float]:
     """|error| and its interval from a signed error's (0 inside it where it changes sign)."""
     ends = sorted((abs(low), abs(high)))

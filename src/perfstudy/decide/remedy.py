@@ -17,6 +17,7 @@ import pandas as pd
 
 from perfstudy.common.thresholds import GAIN_THAT_MATTERS, pct
 from perfstudy.decide.fixes import prepared_step_at
+from perfstudy.decide.paired import prediction_error
 from perfstudy.measure import rounds as rounds_mod
 from perfstudy.measure.rounds import Comparison
 from perfstudy.run.verify_record import AgainstSource
@@ -112,9 +113,8 @@ def _paired_columns(arm, predicted_ms: float | None, source_ms: float | None) ->
     out = {"paired_speedup": c.ratio, "paired_low": c.low, "paired_high": c.high,
            "paired_rounds": c.rounds}
     if predicted_ms and source_ms:
-        relative = predicted_ms / source_ms
-        out.update(paired_error=relative * c.ratio - 1, paired_error_low=relative * c.low - 1,
-                   paired_error_high=relative * c.high - 1)
+        error, low, high = prediction_error(predicted_ms / source_ms, c.ratio, c.low, c.high)
+        out.update(paired_error=error, paired_error_low=low, paired_error_high=high)
     return out
 
 
