@@ -1,15 +1,19 @@
 """The not-steady arithmetic checked against a measurement, on a window unsteady by
-construction: the first batch is held 10 s (perfstudy.run.transforms.HoldFirst, a per-batch map)
-while a map that waits 250 ms per image (Sleep: 1000 ms per batch of 4, whatever the CPU) fills
+construction: the first batch is held 16 s (perfstudy.run.transforms.HoldFirst, a per-batch map)
+while a map that waits 400 ms per image (Sleep: 1600 ms per batch of 4, whatever the CPU) fills
 the queues before it (~10 batches), so the 6 steps of an 8-step smoke window, each needing
-~200-450 ms of network (host pace), are served from the buffer and run faster than the pipeline
+~200-700 ms of network (host pace), are served from the buffer and run faster than the pipeline
 alone. The diagnosis must say so and how many steps a steady window needs; a run of that many
 steps is then judged steady.
 
 The batch takes 1000 ms, not less, so that the buffer drains fast whatever the host's pace:
 each step drains (batch - network) of it, and at 600 ms per batch a slow host's 450 ms network
 left 150 ms, so the drain took 4x the steps a 200 ms network needs and one run of the advised
-steps (78) was still served from the buffer (a clean-clone run, 2026-12-02).
+steps (78) was still served from the buffer (a clean-clone run, 2026-12-02). At 1000 ms per
+batch the same happened in CI (2026-12-03): the advice came from a run whose network took
+~250 ms, the advised run's took 698 ms, so each step drained 306 ms instead of ~750 and the
+buffer outlasted the window. At 1600 ms per batch a network anywhere in 200-700 ms drains
+900-1400 ms per step, a spread the advice's 2x margin covers.
 """
 
 import subprocess
@@ -25,9 +29,9 @@ from perfstudy.run.summary import RunSummary, read_summary
 pytestmark = [pytest.mark.slow, pytest.mark.serial]  # the buffered batches depend on the host's pace
 MAX_SMOKE_STEPS = 200  # a smoke-size window must not need hundreds of steps
 BUFFERED = ["pipeline.extra_transform=perfstudy.run.transforms:Sleep",
-            "+pipeline.extra_transform_args.milliseconds=250",
+            "+pipeline.extra_transform_args.milliseconds=400",
             "pipeline.batch_transform=perfstudy.run.transforms:HoldFirst",
-            "+pipeline.batch_transform_args.seconds=10"]
+            "+pipeline.batch_transform_args.seconds=16"]
 
 
 def _train(out, steps: int) -> tuple[RunSummary, float]:
@@ -46,7 +50,7 @@ def test_the_steps_advised_for_a_steady_window_give_one(tmp_path):
     summary, compute_ms = _train(tmp_path, 8)
     check = validity(summary, compute_ms)
     assert not check.steady, f"{summary.steady_step_ms:.0f} ms against {summary.input_floor_ms:.0f}"
-    assert check.buffered_batches >= 6  # ~10.5 s before the window at ~1000 ms per batch
+    assert check.buffered_batches >= 6  # ~16 s before the window at ~1600 ms per batch
     needed = check.steps_needed
     assert needed is not None and needed <= MAX_SMOKE_STEPS, check.sentence
     assert f"run trainer.steps >= {needed}" in check.sentence
