@@ -16,6 +16,7 @@ from perfstudy.common.io import read_json, write_json
 from perfstudy.decide.claim_result import read_scorecard
 from perfstudy.decide.diagnosis import verdict_label
 from perfstudy.decide.recommendation import read_diagnosis
+from perfstudy.decide.remedy_record import read_remedies
 from perfstudy.orchestrate.cli import main_guard, setup_logging
 from perfstudy.present import history, mlflow_fields, mlflow_store, tracking
 from perfstudy.run.summary import read_summary
@@ -69,24 +70,14 @@ def main() -> None:
         for row in pd.read_csv(answers_csv).to_dict("records"):
             tags[f"perfstudy.answer_across_repeats.{row['arm']}"] = row["sentence"]
             metrics[f"{row['arm']}/answer_settled"] = float(bool(row["settled"]))
-    prepared_csv = report_dir / "prepared.csv"
-    if prepared_csv.is_file():  # the decode remedy, measured: gain, prediction, cost, payback
-        for row in pd.read_csv(prepared_csv).to_dict("records"):
-            for key in ("speedup", "steady_step_ms", "predicted_step_ms", "prediction_error",
-                        "preparation_wall_s", "preparation_cpu_s", "bytes_before", "bytes_after",
-                        "payback_steps", "payback_epochs", "paired_speedup", "paired_low",
-                        "paired_high", "paired_rounds", "paired_error"):
-                value = row.get(key)
-                if value is not None and value == value and abs(value) != float("inf"):
-                    metrics[f"prepared/{row['arm']}/{key}"] = value
-            if isinstance(row.get("source_arm"), str):
-                tags[f"perfstudy.prepared.{row['arm']}"] = (
-                    f"{row['speedup']:.2f}x the images/s of {row['source_arm']} "
-                    f"({row['steady_step_ms']:.0f} vs {row['source_step_ms']:.0f} ms per step, each "
-                    "arm's window" + (f"; paired by round in its run: {row['paired_speedup']:.2f}x, "
-                                      f"{row['paired_low']:.2f}-{row['paired_high']:.2f}"
-                                      if row.get("paired_speedup") == row.get("paired_speedup")
-                                      and row.get("paired_speedup") is not None else "") + ")")
+    for r in read_remedies(report_dir).arms:  # the decode remedy, measured: gain, prediction, cost
+        metrics.update(mlflow_fields.remedy_metrics(r))
+        if r.source is not None:
+            paired = (f"; paired by round in its run: {r.paired.speedup:.2f}x, "
+                      f"{r.paired.low:.2f}-{r.paired.high:.2f}" if r.paired else "")
+            tags[f"perfstudy.prepared.{r.arm}"] = (
+                f"{r.source.speedup:.2f}x the images/s of {r.source.arm} ({r.steady_step_ms:.0f} "
+                f"vs {r.source.step_ms:.0f} ms per step, each arm's window{paired})")
     card = read_scorecard(report_dir)  # the claims, scored: the run's description
     tags.update(mlflow_fields.scorecard_tags(card))
     if args.run_files:  # the machine kind the runs ran on: the history's points are compared within it
@@ -103,8 +94,8 @@ def main() -> None:
                 metrics[f"claim/{claim.id}/low"] = float(low)
                 metrics[f"claim/{claim.id}/high"] = float(high)
     files = [(report_dir / name, None) for name in ("report.html", "report.md", "comparison.csv",
-                                                    "repeats.csv", "prepared.csv", "answers.csv",
-                                                    "scorecard.json")
+                                                    "repeats.csv", "prepared.csv", "prepared.json",
+                                                    "answers.csv", "scorecard.json")
              if (report_dir / name).is_file()]
     files += [(png, "figures") for png in sorted((report_dir / "figures").glob("*.png"))]
     with mlflow_store.store_lock(ids["tracking_uri"]):

@@ -12,12 +12,13 @@ from perfstudy.common.io import write_text_atomic
 from perfstudy.common.records import schema_text
 from perfstudy.decide.claim_result import Scorecard
 from perfstudy.decide.recommendation import Diagnosis
+from perfstudy.decide.remedy_record import Remedies
 from perfstudy.run.summary import RunSummary
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "schemas"
 BASE = "https://perfstudy.invalid/schemas/"
 RECORDS = {"summary.schema.json": RunSummary, "diagnosis.schema.json": Diagnosis,
-           "scorecard.schema.json": Scorecard}
+           "scorecard.schema.json": Scorecard, "prepared.schema.json": Remedies}
 
 
 def main() -> None:

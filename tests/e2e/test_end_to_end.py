@@ -9,6 +9,8 @@ import pytest
 import yaml
 from conftest import REPO, SNAKEMAKE, env_without_mlflow
 
+from perfstudy.decide.remedy_record import read_remedies
+
 # `study`: the seed case at smoke size, trained once per session (conftest.py)
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("smoke_study")]  # one worker builds the shared study
@@ -97,14 +99,15 @@ def test_the_report_scores_every_claim_of_the_study(study):
     spec = yaml.safe_load((REPO / "workflow/claims/seed_case.yaml").read_text())
     assert [c["id"] for c in card["claims"]] == [c["id"] for c in spec["claims"]]
     # every arm ran, so every claim is measured, none skipped: it holds or does not, or (a
-    # ratio read paired by round, judged on its interval) is inconclusive
+    # ratio read paired by round, or a share of one window read on its batch means, judged on
+    # its interval) is inconclusive
     assert card["not_scored"] == 0 and card["scored"] + card["inconclusive"] == len(spec["claims"])
     for claim in card["claims"]:
         assert claim["passed"] is {"holds": True, "does not hold": False}.get(claim["result"])
         if claim["result"] == "inconclusive":
-            assert claim["interval_kind"].startswith("paired") and claim["metric"] in (
+            assert claim["interval_kind"].startswith(("paired", "batch means")) and claim["metric"] in (
                 "speedup", "advisor_pick_vs_best", "prediction_error", "prepared_speedup",
-                "prepared_prediction_error")
+                "prepared_prediction_error", "gap_share", "speedup_of_allowed")
         assert claim["measured_text"] != "-" and claim["detail"]
     md = (study / "report/seed_case/report.md").read_text()
     assert md.splitlines()[2] == f"**{card['headline']}**"
@@ -281,13 +284,15 @@ def test_the_prepared_arms_prove_the_remedy(study):
     predicted = diagnosis["recommendation"]["prepared_prediction"]
     assert predicted["megapixels_prepared"] == pytest.approx(manifest["after"]["mean_megapixels"])
     assert predicted["predictions"] and all(r["step_ms"] > 0 for r in predicted["predictions"])
-    table = pd.read_csv(study / "report/seed_case/prepared.csv").set_index("arm")
-    assert table.loc["prepared", "source_arm"] == "baseline"
-    assert table.loc["prepared_tuned", "source_arm"] == "tuned"
-    assert (table["predicted_step_ms"] > 0).all() and (table["preparation_wall_s"] > 0).all()
-    assert (table["bytes_after"] < table["bytes_before"]).all()
+    remedies = read_remedies(study / "report/seed_case")  # the record the later stages read
+    assert [(r.arm, r.source.arm) for r in remedies.arms] == [("prepared", "baseline"),
+                                                              ("prepared_tuned", "tuned")]
+    assert all(r.source.predicted_step_ms > 0 and r.cost.wall_s > 0 for r in remedies.arms)
+    assert all(r.cost.bytes_after < r.cost.bytes_before for r in remedies.arms)
     # the gain paired by round, with its interval; the claims read it, not the two windows
-    assert (table["paired_rounds"] >= 2).all() and (table["paired_low"] <= table["paired_speedup"]).all()
+    assert all(r.paired.rounds >= 2 and r.paired.low <= r.paired.speedup for r in remedies.arms)
+    table = pd.read_csv(study / "report/seed_case/prepared.csv").set_index("arm")  # the same, flat
+    assert table.loc["prepared", "paired_speedup"] == pytest.approx(remedies.arms[0].paired.speedup)
     card = {c["id"]: c for c in json.loads((study / "report/seed_case/scorecard.json").read_text())["claims"]}
     assert "paired by round in prepared's run" in card["prepared_5x"]["detail"]
     assert card["prepared_5x"]["interval_kind"].startswith("paired")

@@ -33,7 +33,8 @@ from perfstudy.decide.advisor import predict
 from perfstudy.decide.claim_result import ClaimResult, Scorecard
 from perfstudy.decide.diagnosis import verdict_label
 from perfstudy.decide.paired import Paired, absolute, paired_pick, paired_speedup, prediction_error
-from perfstudy.measure.intervals import median_interval
+from perfstudy.decide.remedy_record import Remedies, RemedyEvidence
+from perfstudy.measure.intervals import batch_means, median_interval
 
 BOUNDS = ("at_least", "at_most", "equals")
 
@@ -52,13 +53,31 @@ def _arm(arms: dict, name: str | None, role: str = "arm"):
     return arms[name]
 
 
+def _window(arm) -> pd.DataFrame | None:
+    """The arm's measured steps (the window the summary's numbers come from), or None."""
+    steps = getattr(arm, "steps", None)
+    if not isinstance(steps, pd.DataFrame) or steps.empty or "phase" not in steps:
+        return None
+    return steps[steps["phase"] == "measured"]
+
+
 def _gap_share(claim, arms, _prepared):
+    """The share of the window spent waiting for data, with its batch-means interval: one
+    window's steps are not independent (a wait lets the queue fill, the next steps do not
+    wait), so the interval comes from batches of steps, and a share near the bound reads
+    inconclusive rather than holding on one run and failing on the next."""
     arm = _arm(arms, claim["arm"])
     s = arm.summary
     detail = f"gap {s.gap_ms.mean:.0f} ms of a {s.steady_step_ms:.0f} ms step"
     if arm.diagnosis:  # why it waits (or not): the arm's own verdict
         detail += f"; diagnosed {_floor_name(verdict_label(arm.diagnosis.bound))}"
-    return s.gap_share, detail
+    window = _window(arm)
+    found = batch_means(window["gap_ms"], window["step_ms"]) if window is not None else None
+    if found is None:
+        return s.gap_share, detail
+    low, high = min(found.low, s.gap_share), max(found.high, s.gap_share)
+    return Paired(s.gap_share, max(0.0, low), min(1.0, high), found.batches, found.level,
+                  basis="batches"), detail + f" ({found.batches} batches of the window)"
 
 
 def _culprit_key(claim, arms, _prepared):
@@ -107,14 +126,23 @@ def allowed_speedup(arm, against) -> float:
 
 
 def _speedup_of_allowed(claim, arms, prepared):
+    """The arm's floor over its own step (the compared arm cancels: both from the arms' own
+    windows, so a paired speedup, measured another way, must not be mixed in), with the
+    interval of the step's batch means carried through (the floor taken as measured)."""
     arm, against = _arm(arms, claim["arm"]), _arm(arms, claim.get("against"), "compared arm")
-    # both from the arms' own windows: their ratio is the arm's floor over its own step (the
-    # compared arm cancels), so a paired speedup, measured another way, must not be mixed in
     speedup = against.summary.steady_step_ms / arm.summary.steady_step_ms
     allowed = allowed_speedup(arm, against)
-    return speedup / allowed, (f"{speedup:.2f}x of the {allowed:.2f}x its "
-                               f"{_floor_name(arm.summary.binding_floor)} "
-                               f"floor allows ({arm.summary.floor_ms:.0f} ms)")
+    value = speedup / allowed
+    detail = (f"{speedup:.2f}x of the {allowed:.2f}x its {_floor_name(arm.summary.binding_floor)} "
+              f"floor allows ({arm.summary.floor_ms:.0f} ms)")
+    window = _window(arm)
+    found = batch_means(window["step_ms"]) if window is not None else None
+    if found is None or found.low <= 0:
+        return value, detail
+    # value = floor / step: a slower step (the interval's top) gives the lower share
+    low, high = value * found.value / found.high, value * found.value / found.low
+    return Paired(value, min(low, value), max(high, value), found.batches, found.level,
+                  basis="batches"), detail + f"; the step's {found.batches} batches"
 
 
 def _prediction_error(claim, arms, _prepared):
@@ -161,14 +189,14 @@ def _advisor_pick(claim, arms, _prepared):
         f"{check['best_step_ms']:.0f} ms")
 
 
-def _prepared_row(claim, prepared):
-    rows = prepared[prepared["arm"] == claim["arm"]] if not prepared.empty else prepared
-    if rows.empty or not isinstance(rows.iloc[0]["source_arm"], str):
+def _prepared_row(claim, prepared: Remedies) -> RemedyEvidence:
+    found = prepared.of(claim["arm"])
+    if found is None or found.source is None:
         raise Unmeasured(f"no prepared arm {claim['arm']!r} with its source arm ran in this study")
-    return rows.iloc[0]
+    return found
 
 
-def _prepared_speedup(claim, arms, prepared):
+def _prepared_speedup(claim, arms, prepared: Remedies):
     arm = _arm(arms, claim["arm"])
     c = remedy.paired_gain(arm)
     if c is not None:  # the prepared arm measured its source beside itself
@@ -176,31 +204,29 @@ def _prepared_speedup(claim, arms, prepared):
             f"the source's step over the prepared one, paired by round in {arm.name}'s run "
             f"({c.rounds} interleaved rounds at its own settings)")
     row = _prepared_row(claim, prepared)
-    return float(row["speedup"]), (f"{row['steady_step_ms']:.0f} vs {row['source_step_ms']:.0f} ms "
-                                   f"per step ({row['source_arm']} on the source; each arm's own "
-                                   "window, not paired)")
+    return row.source.speedup, (f"{row.steady_step_ms:.0f} vs {row.source.step_ms:.0f} ms per "
+                                f"step ({row.source.arm} on the source; each arm's own window, "
+                                "not paired)")
 
 
-def _prepared_prediction_error(claim, arms, prepared):
-    arm = _arm(arms, claim["arm"])
+def _prepared_prediction_error(claim, arms, prepared: Remedies):
+    _arm(arms, claim["arm"])  # "did not run" first, where it did not
     row = _prepared_row(claim, prepared)
-    if pd.isna(row["prediction_error"]):
-        raise Unmeasured(f"{row['source_arm']}'s diagnosis made no prediction for the prepared source")
-    c = remedy.paired_gain(arm)
-    if c is not None and not pd.isna(row.get("paired_error")):
-        value, low, high = absolute(row["paired_error"], row["paired_error_low"],
-                                     row["paired_error_high"])
-        return Paired(value, low, high, c.rounds, c.level), (
-            f"predicted {row['predicted_step_ms']:.0f} ms against {row['source_arm']}'s "
-            f"{row['source_step_ms']:.0f} ms ({row['source_step_ms'] / row['predicted_step_ms']:.2f}x), "
-            f"measured {c.ratio:.2f}x paired by round in {arm.name}'s run ({c.rounds} rounds): "
-            f"{pct(row['paired_error'], 1, signed=True)}")
-    return abs(float(row["prediction_error"])), (
-        f"predicted {row['predicted_step_ms']:.0f} ms, measured {row['steady_step_ms']:.0f} ms "
-        f"({pct(row['prediction_error'], 1, signed=True)}; each arm's own window, not paired)")
+    src, p = row.source, row.paired
+    if src.predicted_step_ms is None:
+        raise Unmeasured(f"{src.arm}'s diagnosis made no prediction for the prepared source")
+    if p is not None and p.error is not None:
+        value, low, high = absolute(p.error, p.error_low, p.error_high)
+        return Paired(value, low, high, p.rounds, p.level), (
+            f"predicted {src.predicted_step_ms:.0f} ms against {src.arm}'s {src.step_ms:.0f} ms "
+            f"({src.step_ms / src.predicted_step_ms:.2f}x), measured {p.speedup:.2f}x paired by "
+            f"round in {row.arm}'s run ({p.rounds} rounds): {pct(p.error, 1, signed=True)}")
+    return abs(src.prediction_error), (
+        f"predicted {src.predicted_step_ms:.0f} ms, measured {row.steady_step_ms:.0f} ms "
+        f"({pct(src.prediction_error, 1, signed=True)}; each arm's own window, not paired)")
 
 
-# metric -> (measure(claim, arms by name, prepared table) -> (value, detail), how to show it)
+# metric -> (measure(claim, arms by name, the remedy records) -> (value, detail), how to show it)
 METRICS: dict[str, tuple[Callable, str]] = {
     "gap_share": (_gap_share, "percent"),
     "culprit_key": (_culprit_key, "text"),
@@ -298,10 +324,12 @@ def _judge_paired(claim: dict[str, Any], found: Paired, kind: str) -> dict[str, 
     none of it does, inconclusive otherwise."""
     ends = sum(_passes(claim, v) for v in (found.low, found.high))
     result = {2: "holds", 0: "does not hold"}.get(ends, "inconclusive")
-    how = f"paired {pct(found.level)} over {found.rounds} interleaved rounds"
+    unit = "rounds" if found.basis == "paired" else "batches"
+    how = (f"paired {pct(found.level)} over {found.rounds} interleaved rounds" if found.basis == "paired"
+           else f"batch means {pct(found.level)} over {found.rounds} batches of the window's steps")
     return {"measured": found.value, "interval": [found.low, found.high], "interval_kind": how,
             "measured_text": f"{fmt(found.value, kind)} ({fmt(found.low, kind)}-{fmt(found.high, kind)}, "
-                             f"{pct(found.level)}, {found.rounds} rounds)",
+                             f"{pct(found.level)}, {found.rounds} {unit})",
             "passed": {"holds": True, "does not hold": False}.get(result), "result": result,
             "repeats": 1}
 

@@ -21,8 +21,9 @@ class Paired:
     value: float
     low: float
     high: float
-    rounds: int
+    rounds: int  # the interleaved rounds (basis "paired") or the window's batches ("batches")
     level: float
+    basis: str = "paired"  # or "batches": one window's batch means (perfstudy.measure.intervals)
 
     def __float__(self) -> float:
         return self.value

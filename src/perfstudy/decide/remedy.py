@@ -13,11 +13,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import pandas as pd
-
 from perfstudy.common.thresholds import GAIN_THAT_MATTERS, pct
 from perfstudy.decide.fixes import prepared_step_at
 from perfstudy.decide.paired import prediction_error
+from perfstudy.decide.remedy_record import Cost, PairedGain, Remedies, RemedyEvidence, SourcePair
 from perfstudy.measure import rounds as rounds_mod
 from perfstudy.measure.rounds import Comparison
 from perfstudy.run.verify_record import AgainstSource
@@ -67,122 +66,122 @@ def paired_gain(arm) -> Comparison | None:
     return c if c.ratio is not None and c.low is not None and c.high is not None else None
 
 
-def evidence(arms: list) -> pd.DataFrame:
-    """One row per prepared arm: measured against its source arm, predicted, cost, payback."""
+def evidence(arms: list) -> Remedies:
+    """One record per prepared arm: measured, against its source arm, predicted, cost, payback."""
     rows = []
     for arm in arms:
         info = _prepared(arm)
         if not info:
             continue
-        source = pair(arm, arms)
-        s = arm.summary
-        cost = info["preparation"]
-        row = {"arm": arm.name, "source_arm": source.name if source else None,
-               "steady_step_ms": s.steady_step_ms, "images_per_s": s.images_per_s,
-               "gap_share": s.gap_share,
-               "preparation_wall_s": cost["wall_s"], "preparation_cpu_s": cost["cpu_s"],
-               "bytes_before": info["before"]["bytes"], "bytes_after": info["after"]["record_bytes"],
-               "megapixels_before": info["before"]["mean_megapixels"],
-               "megapixels_after": info["after"]["mean_megapixels"],
-               "psnr_min_db": info["psnr_db"]["min"], "steps_trained": len(arm.steps)}
-        if source is not None:
-            base = source.summary
-            saving_ms = base.steady_step_ms - s.steady_step_ms
-            predicted = prepared_step_at(source.diagnosis.recommendation.prepared_prediction
-                                         if source.diagnosis else None, _settings(arm))
-            per_epoch = max(1, s.dataset.num_images // s.batch_size)
-            payback = cost["wall_s"] * 1e3 / saving_ms if saving_ms > 0 else math.inf
-            row.update(source_step_ms=base.steady_step_ms,
-                       source_images_per_s=base.images_per_s,
-                       speedup=s.images_per_s / base.images_per_s,
-                       predicted_step_ms=predicted,
-                       prediction_error=(predicted / s.steady_step_ms - 1) if predicted else None,
-                       payback_steps=payback, payback_epochs=payback / per_epoch)
-        row.update(_paired_columns(arm, row.get("predicted_step_ms"), row.get("source_step_ms")))
-        rows.append(row)
-    return pd.DataFrame(rows)
+        s, source = arm.summary, _source(arm, pair(arm, arms))
+        rows.append(RemedyEvidence(
+            arm=arm.name, steady_step_ms=s.steady_step_ms, images_per_s=s.images_per_s,
+            gap_share=s.gap_share, steps_trained=len(arm.steps), cost=_cost(info),
+            source=source, paired=_paired(arm, source)))
+    return Remedies(arms=rows)
 
 
-def _paired_columns(arm, predicted_ms: float | None, source_ms: float | None) -> dict[str, Any]:
+def _cost(info: dict[str, Any]) -> Cost:
+    cost = info["preparation"]
+    return Cost(wall_s=cost["wall_s"], cpu_s=cost["cpu_s"], workers=cost["workers"],
+                bytes_before=info["before"]["bytes"], bytes_after=info["after"]["record_bytes"],
+                megapixels_before=info["before"]["mean_megapixels"],
+                megapixels_after=info["after"]["mean_megapixels"],
+                psnr_min_db=info["psnr_db"]["min"], rule=info["rule"])
+
+
+def _source(arm, source) -> SourcePair | None:
+    if source is None:
+        return None
+    s, base = arm.summary, source.summary
+    saving_ms = base.steady_step_ms - s.steady_step_ms
+    predicted = prepared_step_at(source.diagnosis.recommendation.prepared_prediction
+                                 if source.diagnosis else None, _settings(arm))
+    per_epoch = max(1, s.dataset.num_images // s.batch_size)
+    payback = _prepared(arm)["preparation"]["wall_s"] * 1e3 / saving_ms if saving_ms > 0 else None
+    return SourcePair(arm=source.name, step_ms=base.steady_step_ms,
+                      images_per_s=base.images_per_s,
+                      speedup=s.images_per_s / base.images_per_s,
+                      predicted_step_ms=predicted,
+                      prediction_error=(predicted / s.steady_step_ms - 1) if predicted else None,
+                      payback_steps=payback,
+                      payback_epochs=payback / per_epoch if payback is not None else None)
+
+
+def _paired(arm, source: SourcePair | None) -> PairedGain | None:
     """The gain paired by round and the prediction's error read against it: the prediction
     relative to the source's step it was made from (predicted / source step), against the
     paired ratio (prepared / source), so neither side compares two runs' windows."""
     c = paired_gain(arm)
     if c is None:
-        return {}
-    out = {"paired_speedup": c.ratio, "paired_low": c.low, "paired_high": c.high,
-           "paired_rounds": c.rounds}
-    if predicted_ms and source_ms:
-        error, low, high = prediction_error(predicted_ms / source_ms, c.ratio, c.low, c.high)
-        out.update(paired_error=error, paired_error_low=low, paired_error_high=high)
-    return out
+        return None
+    error = low = high = None
+    if source is not None and source.predicted_step_ms:
+        error, low, high = prediction_error(source.predicted_step_ms / source.step_ms,
+                                            c.ratio, c.low, c.high)
+    return PairedGain(speedup=c.ratio, low=c.low, high=c.high, rounds=c.rounds, level=c.level,
+                      error=error, error_low=low, error_high=high)
 
 
-def lines(table: pd.DataFrame, arms: list) -> list[str]:
+def lines(remedies: Remedies) -> list[str]:
     """The report's sentences: the preparation's cost once, then per prepared arm the gain, the
     prediction and the payback; then what the preparation changes for training and what not."""
-    if table.empty:
+    if not remedies.arms:
         return []
-    by_name = {a.name: a for a in arms}
-    first = table.iloc[0]
-    info = _prepared(by_name[first["arm"]])
-    out = [f"Preparation, once ({', '.join(table['arm'])} read the same record): "
-           f"{first['preparation_wall_s']:.1f} s wall, {first['preparation_cpu_s']:.1f} s CPU on "
-           f"{info['preparation']['workers']} worker(s); {first['bytes_before'] / 1e6:,.1f} MB of "
-           f"JPEGs -> a {first['bytes_after'] / 1e6:,.2f} MB MindRecord; "
-           f"{first['megapixels_before']:.2f} -> {first['megapixels_after']:.4f} megapixels per "
-           f"image, {info['rule']}."]
-    for row in table.itertuples(index=False):
-        if row.source_arm is None:
-            out.append(f"{row.arm}: {row.steady_step_ms:.0f} ms per step, {row.images_per_s:.1f} "
-                       "images/s; no arm of this study read its source at the same settings, so "
-                       "there is nothing to compare it with.")
-            continue
-        text = (f"{row.arm} vs {row.source_arm} (same settings, the source JPEGs): "
-                f"{row.images_per_s:.1f} against {row.source_images_per_s:.1f} images/s, "
-                f"{row.speedup:.1f}x ({row.steady_step_ms:.0f} vs {row.source_step_ms:.0f} ms per "
-                f"step), waiting for data {pct(row.gap_share, 1)} of the step")
-        if _given(row, "paired_speedup"):
-            text += (f"; paired by round in {row.arm}'s run (the source read at its settings "
-                     f"in {row.paired_rounds:.0f} interleaved rounds): {row.paired_speedup:.1f}x "
-                     f"({row.paired_low:.1f}-{row.paired_high:.1f}, 95 %)")
-        if row.predicted_step_ms is not None and row.predicted_step_ms == row.predicted_step_ms:
-            text += (f"; predicted from {row.source_arm}'s profile before it ran: "
-                     f"{row.predicted_step_ms:.0f} ms ({pct(row.prediction_error, signed=True)}"
-                     + (f"; against the paired ratio {pct(row.paired_error, signed=True)}, "
-                        f"{pct(row.paired_error_low, signed=True)} to "
-                        f"{pct(row.paired_error_high, signed=True)}"
-                        if _given(row, "paired_error") else "") + ")")
-        if math.isfinite(row.payback_steps):
-            steps = math.ceil(row.payback_steps)
-            within = ("within" if steps <= row.steps_trained else "beyond")
-            text += (f"; the preparation pays back after {steps} steps ({row.payback_epochs:.1f} "
-                     f"epochs), {within} this arm's own {row.steps_trained} steps.")
-        else:
-            text += "; the preparation never pays back here (the prepared arm is not faster)."
-        out.append(text)
-    psnr = float(table["psnr_min_db"].min())
+    c = remedies.arms[0].cost
+    out = [f"Preparation, once ({', '.join(r.arm for r in remedies.arms)} read the same record): "
+           f"{c.wall_s:.1f} s wall, {c.cpu_s:.1f} s CPU on {c.workers} worker(s); "
+           f"{c.bytes_before / 1e6:,.1f} MB of JPEGs -> a {c.bytes_after / 1e6:,.2f} MB "
+           f"MindRecord; {c.megapixels_before:.2f} -> {c.megapixels_after:.4f} megapixels per "
+           f"image, {c.rule}."]
+    for r in remedies.arms:
+        out.append(_line(r))
+    psnr = min(r.cost.psnr_min_db for r in remedies.arms)
     out += ["W" + CHANGES.format(psnr=psnr)[1:] + ".", "W" + SAME[1:] + "."]
     return out
 
 
-def _given(row, column: str) -> bool:
-    value = getattr(row, column, None)
-    return value is not None and value == value  # NaN where another prepared arm was not paired
+def _line(r: RemedyEvidence) -> str:
+    src, p = r.source, r.paired
+    if src is None:
+        text = (f"{r.arm}: {r.steady_step_ms:.0f} ms per step, {r.images_per_s:.1f} images/s; no "
+                "arm of this study read its source at the same settings, so there is nothing to "
+                "compare it with")
+        return text + (f"; against its source in its own run (paired by round, {p.rounds} "
+                       f"rounds): {p.speedup:.1f}x ({p.low:.1f}-{p.high:.1f}, {pct(p.level)})."
+                       if p else ".")
+    text = (f"{r.arm} vs {src.arm} (same settings, the source JPEGs): {r.images_per_s:.1f} "
+            f"against {src.images_per_s:.1f} images/s, {src.speedup:.1f}x ({r.steady_step_ms:.0f} "
+            f"vs {src.step_ms:.0f} ms per step), waiting for data {pct(r.gap_share, 1)} of the step")
+    if p is not None:
+        text += (f"; paired by round in {r.arm}'s run (the source read at its settings in "
+                 f"{p.rounds} interleaved rounds): {p.speedup:.1f}x ({p.low:.1f}-{p.high:.1f}, "
+                 f"{pct(p.level)})")
+    if src.predicted_step_ms is not None:
+        text += (f"; predicted from {src.arm}'s profile before it ran: "
+                 f"{src.predicted_step_ms:.0f} ms ({pct(src.prediction_error, signed=True)}"
+                 + (f"; against the paired ratio {pct(p.error, signed=True)}, "
+                    f"{pct(p.error_low, signed=True)} to {pct(p.error_high, signed=True)}"
+                    if p is not None and p.error is not None else "") + ")")
+    if src.payback_steps is not None:
+        steps = math.ceil(src.payback_steps)
+        within = "within" if steps <= r.steps_trained else "beyond"
+        return text + (f"; the preparation pays back after {steps} steps "
+                       f"({src.payback_epochs:.1f} epochs), {within} this arm's own "
+                       f"{r.steps_trained} steps.")
+    return text + "; the preparation never pays back here (the prepared arm is not faster)."
 
 
-def quote(arm, table: pd.DataFrame) -> str:
+def quote(arm, remedies: Remedies) -> str:
     """For an arm whose culprit decodes: what its prepared counterpart measured (or '')."""
     if not arm.diagnosis:
         return ""
     answer = arm.diagnosis.recommendation
     named = answer.culprit_kind == "decode" or any(
         str(r).startswith("decode less") for r in answer.remedies)
-    if table.empty or not named:
+    found = remedies.from_source(arm.name) if named else None
+    if found is None:
         return ""
-    rows = table[table["source_arm"] == arm.name]
-    if rows.empty:
-        return ""
-    row = rows.iloc[0]
-    return (f" Measured: the same data prepared at a bounded resolution ({row['arm']}) ran "
-            f"{row['steady_step_ms']:.0f} ms per step, {row['speedup']:.1f}x this arm's images/s.")
+    return (f" Measured: the same data prepared at a bounded resolution ({found.arm}) ran "
+            f"{found.steady_step_ms:.0f} ms per step, {found.source.speedup:.1f}x this arm's "
+            "images/s.")

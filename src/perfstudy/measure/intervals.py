@@ -175,3 +175,43 @@ def median_interval(values: Sequence[float], level: float = LEVEL) -> MedianInte
         if coverage >= level:
             return MedianInterval(n, med, float(x[j - 1]), float(x[n - j]), coverage)
     return MedianInterval(n, med, float(x[0]), float(x[-1]), None)
+
+
+@dataclass(frozen=True)
+class BatchMeans:
+    """A window's ratio of sums (e.g. time waiting for data over the step's time) with the
+    interval of the batch-means method: the window cut into contiguous batches of steps, each
+    batch one value, the Student-t interval of their mean. A batch spans several of the
+    pipeline's cycles (a slow step lets the queue fill, the next ones are fast), so batches are
+    close to independent where single steps are not."""
+
+    value: float  # sum(numerator) / sum(denominator) over the whole window
+    low: float
+    high: float
+    batches: int
+    level: float
+
+
+MIN_BATCH = 3  # steps per batch at least; and at least MIN_BATCH batches
+
+
+def batch_means(numerator: Sequence[float], denominator: Sequence[float] | None = None,
+                level: float = LEVEL) -> BatchMeans | None:
+    """The ratio of sums over a window and its batch-means interval; None with fewer than
+    MIN_BATCH batches of MIN_BATCH steps (too few steps to say anything about the spread).
+    Without a denominator, the mean of the numerator. The window is cut into
+    min(8, n // 5) batches, at least MIN_BATCH (n // 5: batches of about five steps, a few queue
+    cycles each; 8 at most, so a long window's batches grow rather than shrink)."""
+    num = np.asarray(numerator, dtype=float)
+    den = np.ones_like(num) if denominator is None else np.asarray(denominator, dtype=float)
+    n = len(num)
+    k = max(MIN_BATCH, min(8, n // 5))
+    if n < k * MIN_BATCH or den.sum() <= 0:
+        return None
+    cuts = np.array_split(np.arange(n), k)
+    values = np.array([num[c].sum() / den[c].sum() for c in cuts])
+    value = float(num.sum() / den.sum())
+    half = float(stats.t.ppf(0.5 + level / 2, k - 1)) * float(np.std(values, ddof=1)) / math.sqrt(k)
+    mean = float(values.mean())
+    # centred on the batches' mean; widened to hold the window's own ratio where they differ
+    return BatchMeans(value, min(value, mean - half), max(value, mean + half), k, level)

@@ -15,6 +15,7 @@ from perfstudy.decide.claim_result import Scorecard
 from perfstudy.decide.diagnosis import verdict_label
 from perfstudy.decide.readings import Readings
 from perfstudy.decide.recommendation import Diagnosis, Recommendation
+from perfstudy.decide.remedy_record import RemedyEvidence
 from perfstudy.present.mlflow_store import TAG
 from perfstudy.run.summary import SPREADS, RunSummary
 
@@ -181,6 +182,25 @@ def prepared_tags(summary: RunSummary) -> dict[str, str]:
             f"{TAG}prepared.source_dataset_sha256": str(info["source_manifest"]["dataset_sha256"]),
             f"{TAG}prepared.megapixels": f"{info['before']['mean_megapixels']:.3f} -> "
                                          f"{info['after']['mean_megapixels']:.4f}"}
+
+
+def remedy_metrics(r: RemedyEvidence) -> dict[str, float]:
+    """The study run's metrics of one prepared arm (prepared/<arm>/...): its step, the
+    preparation's cost, the gain over its source arm, the prediction, the payback and the gain
+    paired by round in its own run; what was not measured is left out."""
+    values = {"steady_step_ms": r.steady_step_ms, "preparation_wall_s": r.cost.wall_s,
+              "preparation_cpu_s": r.cost.cpu_s, "bytes_before": r.cost.bytes_before,
+              "bytes_after": r.cost.bytes_after}
+    if r.source is not None:
+        values.update(speedup=r.source.speedup, predicted_step_ms=r.source.predicted_step_ms,
+                      prediction_error=r.source.prediction_error,
+                      payback_steps=r.source.payback_steps, payback_epochs=r.source.payback_epochs)
+    if r.paired is not None:
+        values.update(paired_speedup=r.paired.speedup, paired_low=r.paired.low,
+                      paired_high=r.paired.high, paired_rounds=r.paired.rounds,
+                      paired_error=r.paired.error)
+    return {f"prepared/{r.arm}/{k}": float(v) for k, v in values.items()
+            if v is not None and math.isfinite(v)}
 
 
 def _op_key(row) -> str:

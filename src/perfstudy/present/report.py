@@ -11,6 +11,8 @@ from perfstudy.common.io import write_csv, write_text_atomic
 from perfstudy.decide import remedy, scenarios
 from perfstudy.decide.arm import Arm
 from perfstudy.decide.claim_result import Scorecard
+from perfstudy.decide.remedy_record import Remedies, write_remedies
+from perfstudy.decide.remedy_record import frame as remedy_frame
 from perfstudy.present import benchmark, document, figures, peers, repeats, scaling, sentences, tables, verified
 
 
@@ -36,8 +38,9 @@ def build(study: str, runs: list[Arm], out_dir: str | Path, card: Scorecard) -> 
     paths = {"comparison": write_csv(out / "comparison.csv", table),
              "repeats": write_csv(out / "repeats.csv", spread)}
     prepared = remedy.evidence(arms)
-    if not prepared.empty:
-        paths["prepared"] = write_csv(out / "prepared.csv", prepared)
+    if prepared.arms:  # the record for the later stages, the table for a spreadsheet
+        paths["prepared_json"] = write_remedies(out, prepared)
+        paths["prepared"] = write_csv(out / "prepared.csv", remedy_frame(prepared))
     across = _answers_across_repeats(runs, out, paths)
     scores, predicted = scenarios.score(runs)
     bench, bench_points = benchmark.table(scores), benchmark.points_table(predicted)
@@ -101,7 +104,7 @@ def _answers_across_repeats(runs: list[Arm], out: Path, paths: dict[str, Path]) 
     return across
 
 
-def _verdicts(arms: list[Arm], across: dict[str, Any], prepared: pd.DataFrame
+def _verdicts(arms: list[Arm], across: dict[str, Any], prepared: Remedies
               ) -> list[tuple[str, str | None]]:
     """One line per arm (and its reasoning a click away), after a warning about unlike machines."""
     baseline = next((a for a in arms if a.name == "baseline"), None)
@@ -135,7 +138,7 @@ def _peer_sections(doc: document.Document, arms: list[Arm], out: Path, paths: di
         doc.section("The tools scored against the measured arms", scored_peers)
 
 
-def _details(arms: list[Arm], spread: pd.DataFrame, prepared: pd.DataFrame,
+def _details(arms: list[Arm], spread: pd.DataFrame, prepared: Remedies,
              bench_points: pd.DataFrame, runs: list[Arm]) -> list[tuple[str, Any]]:
     """The collapsed detail sections, in order (None: a section with nothing to say)."""
     exclusions = [f"{a.name}: {a.summary.steps_measured} measured, excluded "
@@ -144,7 +147,7 @@ def _details(arms: list[Arm], spread: pd.DataFrame, prepared: pd.DataFrame,
         ("Diagnosis benchmark: predicted against measured at every swept setting",
          tables.or_none(bench_points)),
         ("The remedy, measured: the source prepared at a bounded resolution",
-         remedy.lines(prepared, arms) or None),
+         remedy.lines(prepared) or None),
         ("Published vs measured", tables.published_vs_measured(arms)),
         ("Repeats: spread across seeds, and the speedup's interval",
          repeats.report_table(spread) if spread["repeats"].max() > 1 else None),

@@ -11,6 +11,7 @@ from records import make_summary
 from perfstudy.common.records import RecordError, from_dict, read_record, schema_text, to_dict, write_record
 from perfstudy.decide.claim_result import Scorecard
 from perfstudy.decide.recommendation import Diagnosis, read_diagnosis, write_diagnosis
+from perfstudy.decide.remedy_record import Remedies
 from perfstudy.run.summary import RunSummary, read_summary, write_summary
 
 SCHEMAS = REPO / "docs" / "schemas"
@@ -19,7 +20,8 @@ FIXTURES = REPO / "tests" / "fixtures" / "cpu_demo"
 
 @pytest.mark.parametrize("name, cls", [("summary.schema.json", RunSummary),
                                        ("diagnosis.schema.json", Diagnosis),
-                                       ("scorecard.schema.json", Scorecard)])
+                                       ("scorecard.schema.json", Scorecard),
+                                       ("prepared.schema.json", Remedies)])
 def test_the_published_schemas_are_the_records_own(name, cls):
     published = (SCHEMAS / name).read_text()
     made = schema_text(cls, f"https://perfstudy.invalid/schemas/{name}")

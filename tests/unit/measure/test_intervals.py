@@ -9,6 +9,7 @@ import pytest
 from perfstudy.measure.intervals import (
     MedianInterval,
     Outcome,
+    batch_means,
     log_interval,
     median_interval,
     outcome,
@@ -107,3 +108,48 @@ def test_a_median_in_ms_is_written_as_a_reader_reads_it():
     found = median_interval([1630.4, 1190.2, 1880.0, 1500.0])
     assert found.words(" ms", "rounds") == "1565 ms (range 1190-1880, 4 rounds)"
     assert median_interval([0.5, 0.25]).words() == "0.375 (range 0.25-0.5, 2 runs)"
+
+
+def test_a_windows_share_gets_the_batch_means_interval():
+    """Ratio of sums over the window; batches of contiguous steps, a t interval over them."""
+    assert batch_means([1.0] * 8, [2.0] * 8) is None  # 8 steps: fewer than 3 batches of 3
+    flat = batch_means([1.0] * 30, [4.0] * 30)
+    assert (flat.value, flat.low, flat.high, flat.batches) == (0.25, 0.25, 0.25, 6)
+    # 15 steps -> 3 batches of 5 whose shares are 0.1, 0.2, 0.3: mean 0.2, sd 0.1, t(2) = 4.303
+    gaps = [1.0] * 5 + [2.0] * 5 + [3.0] * 5
+    got = batch_means(gaps, [10.0] * 15)
+    half = 4.302652729911275 * 0.1 / math.sqrt(3)
+    assert got.value == pytest.approx(0.2) and got.batches == 3
+    assert (got.low, got.high) == (pytest.approx(0.2 - half), pytest.approx(0.2 + half))
+    assert batch_means([5.0] * 100).batches == 8  # a long window: longer batches, not more
+
+
+def test_batch_means_cover_a_queued_windows_share_where_steps_would_not():
+    """Synthetic windows of a queue (seeded; nothing timed): a slow step lets the queue fill, so
+    the next steps do not wait, and waits come in runs. The batch-means interval holds the
+    true share in 88 % of 300 windows of 40 steps (95 % nominal: 5 batches of 8 steps are not
+    wholly independent either); a t interval over the steps as if independent in 47 %."""
+    rng = np.random.default_rng(7)
+
+    def window(n=40):
+        gaps, steps, state = [], [], 0
+        for _ in range(n):
+            state = 1 - state if rng.random() < 0.3 else state  # runs of waiting steps
+            gap = rng.exponential(600.0) if state else rng.exponential(20.0)
+            gaps.append(gap)
+            steps.append(1500.0 + gap + rng.normal(0, 100))
+        return np.array(gaps), np.array(steps)
+
+    big = [window(4000) for _ in range(5)]
+    truth = np.mean([g.sum() / s.sum() for g, s in big])
+    covered = naive = 0
+    trials = 300
+    for _ in range(trials):
+        gaps, steps = window()
+        got = batch_means(gaps, steps)
+        covered += got.low <= truth <= got.high
+        shares = gaps / steps
+        half = 2.02 * shares.std(ddof=1) / math.sqrt(len(shares))
+        naive += abs(shares.mean() - truth) <= half
+    assert covered / trials >= 0.85, covered
+    assert naive / trials <= 0.7, naive
