@@ -198,9 +198,10 @@ def _prepared_row(claim, prepared: Remedies) -> RemedyEvidence:
 
 def _prepared_speedup(claim, arms, prepared: Remedies):
     arm = _arm(arms, claim["arm"])
-    c = remedy.paired_gain(arm)
-    if c is not None:  # the prepared arm measured its source beside itself
-        return Paired(c.ratio, c.low, c.high, c.rounds, c.level), (
+    found = prepared.of(arm.name)
+    c = found.paired if found is not None else None
+    if c is not None:  # the prepared arm measured its source beside itself (read once, in the record)
+        return Paired(c.speedup, c.low, c.high, c.rounds, c.level), (
             f"the source's step over the prepared one, paired by round in {arm.name}'s run "
             f"({c.rounds} interleaved rounds at its own settings)")
     row = _prepared_row(claim, prepared)
