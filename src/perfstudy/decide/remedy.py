@@ -153,7 +153,9 @@ def _line(r: RemedyEvidence) -> str:
     text = (f"{r.arm} vs {src.arm} (same settings, the source JPEGs): {r.images_per_s:.1f} "
             f"against {src.images_per_s:.1f} images/s, {src.speedup:.1f}x ({r.steady_step_ms:.0f} "
             f"vs {src.step_ms:.0f} ms per step), waiting for data {pct(r.gap_share, 1)} of the step")
-    if p is not None:
+    if p is None:
+        text += "; two runs minutes apart, not paired by round (verify.against_source)"
+    else:
         text += (f"; paired by round in {r.arm}'s run (the source read at its settings in "
                  f"{p.rounds} interleaved rounds): {p.speedup:.1f}x ({p.low:.1f}-{p.high:.1f}, "
                  f"{pct(p.level)})")
