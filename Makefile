@@ -63,8 +63,9 @@ test-fast: setup  ## the tests that do not train (seconds)
 	$(BIN)/python -m pytest -m "not slow"
 
 SLOWDOWN ?= 2
+# the same two passes as `make test`, both inside one CPU quota (as on a 2-core machine that slow)
 test-slowed: setup test-services  ## the whole suite as on a machine SLOWDOWN (2) times slower (a CPU quota)
-	tests/throttle.sh $(SLOWDOWN) $(BIN)/python -m pytest
+	tests/throttle.sh $(SLOWDOWN) sh -c '$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup -m "not serial" && $(BIN)/python -m pytest -m serial'
 
 lint: setup  ## ruff on the Python code, snakemake --lint on the workflow
 	$(BIN)/ruff check src scripts tests
