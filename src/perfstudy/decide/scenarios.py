@@ -7,7 +7,10 @@ in interleaved rounds (perfstudy.run.sweep), each setting placed within 10 % of 
 * culprit right: where the sweep moves the step (some setting decidedly 10 % slower than
   another), the culprit must be the swept operator; where every setting is within 10 % of the
   best, the answer must not claim a worker change helps; otherwise undecided;
-* the recommended setting's place in the sweep (target: holds);
+* the recommended setting's place in the sweep (target: holds). An answer the verification
+  left inconclusive decides no setting: it keeps the run's own until more rounds decide, so it
+  is counted apart (an abstention, not a pick), with the place of what it kept and of its open
+  candidate (the setting its rounds were still measuring);
 * a wrong "no setting helps": said while the run's own setting decidedly does not hold;
 * the model's predicted step at every swept setting against its measured median (target 15 %);
 * whether the answer was verified (perfstudy.decide.verification), the step it promises (the
@@ -73,10 +76,18 @@ class ScenarioScore:
     worst_prediction_error: float
     analyzer: PeerScore | None
     autotune: PeerScore | None
+    # the verification could not decide: the setting is kept until more rounds do (not a pick)
+    inconclusive: bool = False
+    open_candidate: str | None = None  # the candidate its rounds left open (inconclusive only)
+    open_place: Placed | None = None  # that candidate's place in the sweep (None: not swept)
 
     @property
     def pick_near(self) -> Near:
         return self.pick.near if self.pick else Near.NOT_SWEPT
+
+    @property
+    def open_near(self) -> Near:
+        return self.open_place.near if self.open_place else Near.NOT_SWEPT
 
     @property
     def predictions_within(self) -> bool:
@@ -164,12 +175,19 @@ def _score(diagnosed, sweep: Sweep, answer: Recommendation, advice, arms
             else own_place.near is Near.FAILS
     promised = _promise(answer)
     model_at_pick = predict(advice, rec).step_ms if rec else None
+    inconclusive = action == "inconclusive"
+    left_open = answer.verification.open_candidate() if inconclusive and answer.verification else None
+    opened = None if left_open is None else (int(left_open.settings.get(key, 1)),
+                                             bool(left_open.settings.get(key + MP, False)))
+    kept = f"keep ({label(*own)})"
+
     found = ScenarioScore(
         scenario=spec["name"], held_out=bool(spec.get("held_out")), swept=key,
         rounds=len(sweep.rounds.orders), stopped=sweep.rounds.stopped,
         verdict=diagnosed.diagnosis.bound, culprit_named=answer.culprit_label or "none",
         moves=moved, culprit_right=right,
-        recommended=label(*picked) if action == "set_workers" else f"keep ({label(*own)})",
+        recommended=label(*picked) if action == "set_workers"
+        else f"inconclusive: {kept} until decided" if inconclusive else kept,
         pick=pick, fastest=fastest_point.label, fastest_ms=fastest.step.median,
         verified=bool(answer.verified), promised_ms=promised,
         promise_vs_sweep=None if promised is None or pick_ms is None else promised / pick_ms - 1,
@@ -179,7 +197,9 @@ def _score(diagnosed, sweep: Sweep, answer: Recommendation, advice, arms
         analyzer=analyzer_score(diagnosed.diagnosis.peers.msanalyzer if diagnosed.diagnosis.peers
                                 else None, sweep, placed, moved),
         autotune=autotune_score(next((a for a in arms if _spec(a).get("role") == "peer"
-                                      and _spec(a)["name"] == spec["name"]), None), sweep, placed))
+                                      and _spec(a)["name"] == spec["name"]), None), sweep, placed),
+        inconclusive=inconclusive, open_candidate=None if opened is None else label(*opened),
+        open_place=None if opened is None else _placed_at(sweep, placed, opened))
     return found, points
 
 

@@ -20,6 +20,7 @@ ANALYZER_WITHIN = f"its advice within {pct(GAIN_THAT_MATTERS)}"
 PICK_WITHIN = f"pick within {pct(GAIN_THAT_MATTERS)}"
 PREDICTIONS_WITHIN = f"predictions within {pct(PREDICTION_TARGET)}"
 AUTOTUNE_WITHIN = f"AutoTune within {pct(GAIN_THAT_MATTERS)}"
+OPEN = f"inconclusive: its open candidate within {pct(GAIN_THAT_MATTERS)}"
 
 
 def _yes(value: bool | None) -> str:
@@ -44,6 +45,8 @@ def table(scores: list[ScenarioScore]) -> pd.DataFrame:
             "sweep's fastest (ms)": f"{round(s.fastest_ms)} at {s.fastest}",
             "pick vs fastest": "" if s.pick is None else _interval(s.pick.vs_fastest),
             PICK_WITHIN: s.pick_near.value,
+            OPEN: "" if not s.inconclusive else f"{s.open_candidate}: {s.open_near.value}"
+            if s.open_candidate else "none",
             "verified": "yes" if s.verified else "no",
             "promised (ms)": "" if s.promised_ms is None else round(s.promised_ms),
             "promise vs sweep": "" if s.promise_vs_sweep is None else pct(s.promise_vs_sweep, 1, signed=True),
@@ -80,21 +83,31 @@ def _count(scores: list, value) -> str:
             + (f", {undecided} undecided" if undecided else ""))
 
 
+def _places(near: list[Near]) -> str:
+    """'holds in 2, does not hold in 0, undecided in 1' (and 'not swept in k' where any)."""
+    return (f"holds in {near.count(Near.HOLDS)}, does not hold in {near.count(Near.FAILS)}, "
+            f"undecided in {near.count(Near.UNDECIDED)}"
+            + (f", not swept in {near.count(Near.NOT_SWEPT)}" if Near.NOT_SWEPT in near else ""))
+
+
 def summary_line(scores: list[ScenarioScore]) -> str:
     """One sentence: how many scenarios met each goal, counted from the records."""
     if not scores:
         return ""
     n = len(scores)
-    near = [s.pick_near for s in scores]
+    decided = [s for s in scores if not s.inconclusive]
+    abstained = [s for s in scores if s.inconclusive]
     out = (f"{n} scenario(s): culprit right in {_count([s.culprit_right for s in scores], True)}; "
-           f"the recommended setting within {pct(GAIN_THAT_MATTERS)} of the sweep's best: holds in "
-           f"{near.count(Near.HOLDS)}, does not hold in {near.count(Near.FAILS)}, undecided in "
-           f"{near.count(Near.UNDECIDED)}"
-           + (f", not swept in {near.count(Near.NOT_SWEPT)}" if Near.NOT_SWEPT in near else "")
-           + f"; a wrong 'no setting helps' in {sum(1 for s in scores if s.wrong_no_help)}"
-           f"; the answer verified by measurement in {sum(1 for s in scores if s.verified)}"
-           f"; every prediction within {pct(PREDICTION_TARGET)} in "
-           f"{sum(1 for s in scores if s.predictions_within)}")
+           f"the setting a decided answer recommends ({len(decided)}) within "
+           f"{pct(GAIN_THAT_MATTERS)} of the sweep's best: {_places([s.pick_near for s in decided])}")
+    if abstained:
+        out += (f"; inconclusive answers, the setting kept until more rounds decide ({len(abstained)}): "
+                f"what they keep {_places([s.pick_near for s in abstained])}, their open candidate "
+                f"{_places([s.open_near for s in abstained])}")
+    out += (f"; a wrong 'no setting helps' in {sum(1 for s in scores if s.wrong_no_help)}"
+            f"; the answer verified by measurement in {sum(1 for s in scores if s.verified)}"
+            f"; every prediction within {pct(PREDICTION_TARGET)} in "
+            f"{sum(1 for s in scores if s.predictions_within)}")
     analyzed = [s.analyzer.right for s in scores if s.analyzer and s.analyzer.culprit not in ("not run", "did not run")]
     if analyzed:
         out += f"; MindSpore's own analyzer named the right culprit in {_count(analyzed, True)}"

@@ -96,3 +96,32 @@ def test_where_workers_do_not_matter_keeping_them_is_right():
 def test_a_run_without_its_sweep_is_not_scored():
     arms = [_arm("s", "diagnosed", 1, 3200.0, _decide(), _advice()), _arm("s_sweep", "truth", 1, 3000.0)]
     assert scenarios.score(arms) == ([], [])
+
+
+def test_an_inconclusive_answer_is_counted_apart_with_its_open_candidate():
+    """An answer the verification could not decide keeps the run's setting until more rounds
+    do: it is no pick, so it is not counted with the decided picks, and the report shows where
+    what it kept and what it was still measuring fall in the sweep (mixed_cost, 2026-12-03:
+    kept 1 worker, 1.24x the best, while its open candidate read 0.83x (0.64-1.07))."""
+    from records import make_verification
+
+    from perfstudy.common.records import to_dict
+    from perfstudy.decide import verification
+
+    checked = verification.verdict(make_verification(
+        [({KEY: 1}, 3200.0), ({KEY: 4}, 900.0)],
+        [[3000.0, 3300.0, 2900.0], [2200.0, 3400.0, 2000.0]]))
+    assert checked.outcome == "inconclusive"
+    answer = {**_decide("inconclusive", 1), "settings": {KEY: 1}, "changes": {},
+              "verification": to_dict(checked)}
+    arms = [_arm("s", "diagnosed", 1, 3200.0, answer, _advice())] + _sweep(
+        {1: 3100.0, 2: 1600.0, 3: 1100.0, 4: 800.0})
+    (found,), _ = scenarios.score(arms)
+    assert found.inconclusive and found.recommended == "inconclusive: keep (1) until decided"
+    assert found.pick_near is Near.FAILS  # what it keeps meanwhile: 1 worker, decidedly slower
+    assert found.open_candidate == "4" and found.open_near is Near.HOLDS
+    line = benchmark.summary_line([found])
+    assert "a decided answer recommends (0) within 10 % of the sweep's best: holds in 0, does not hold in 0" in line
+    assert "until more rounds decide (1): what they keep holds in 0, does not hold in 1" in line
+    assert "their open candidate holds in 1" in line
+    assert benchmark.table([found]).iloc[0][benchmark.OPEN] == "4: holds"
