@@ -189,6 +189,10 @@ class VerifyConfig:
     # open candidate (at its spread so far) fit in it: at cpu_demo the 1x budget stopped the
     # rounds 1-6 short of an answer (docs/measurement.md)
     stretch_share: float = 3.0
+    # the shares above are of the training's wall time, or of this many seconds where the
+    # training was shorter: a demo training of 1.5-3.5 minutes left room for 3 rounds and an
+    # "inconclusive" where about 8 would decide (docs/measurement.md). 0: the training's alone
+    budget_base_min_s: float = 0.0
     # a window in which other processes and the hypervisor took more than this share of the
     # CPU time is measured again, once (perfstudy.measure.interference)
     max_interference: float = 0.10

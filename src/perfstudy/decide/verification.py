@@ -214,6 +214,8 @@ def cost_sentence(verification: Verification | None) -> str | None:
             f"windows of {steps} steps in {rounds.wall_s:.0f} s, "
             f"{pct(verification.share_of_training)} of the training's "
             f"{verification.training_wall_s:.0f} s (budget {pct(verification.budget_share)}"
+            + (f" of at least {verification.budget_base_min_s:.0f} s"
+               if verification.budget_base_min_s > verification.training_wall_s else "")
             + (f", stretched to at most {pct(verification.stretch_share)} while the rounds needed "
                f"fit: {rounds.stretched} round(s) past it" if verification.stretch_share else "")
             + f"); stopped: {STOPPED_WORDS.get(rounds.stopped, rounds.stopped)}.")

@@ -64,9 +64,10 @@ def run(step_fn: verify.StepFn, prepared_root: str, manifest: dict[str, Any], cf
     ver = cfg.verify
     found = verify.measure_rounds(
         step_fn, prepared_root, cfg, points, base_seed, first_index,
-        budget_s=verify.budget(ver.budget_share, training_wall_s), max_rounds=ver.max_rounds,
+        budget_s=verify.budget(ver.budget_share, training_wall_s, ver.budget_base_min_s),
+        max_rounds=ver.max_rounds,
         decided=rounds_mod.all_settled(GAIN_THAT_MATTERS),
-        stretch_s=verify.budget(ver.stretch_share, training_wall_s),
+        stretch_s=verify.budget(ver.stretch_share, training_wall_s, ver.budget_base_min_s),
         needed=rounds_mod.rounds_to_settle(GAIN_THAT_MATTERS),
         sources=[prepared_root, sources.training_source(source)])
     result = AgainstSource(rounds=found, **base)

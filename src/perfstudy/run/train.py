@@ -359,7 +359,7 @@ def _verify(cfg, propose, train_step: TrainStep, source: str, run_dir: Path,
     proposal = propose(run_dir, cfg.verify.candidates)
     base = {"plan": proposal.plan, "training_wall_s": training_wall,
             "budget_share": cfg.verify.budget_share, "stretch_share": cfg.verify.stretch_share,
-            "skipped": proposal.skipped,
+            "budget_base_min_s": cfg.verify.budget_base_min_s, "skipped": proposal.skipped,
             "model_recommendation": proposal.model_recommendation}
     if not proposal.plan:
         log.info("no verification: %s", proposal.skipped)

@@ -180,9 +180,10 @@ def measure_rounds(step_fn: StepFn, source: str, cfg, points: Sequence[Point], b
     return rounds_mod.run(visit, schedule)
 
 
-def budget(share: float, training_wall_s: float) -> float | None:
-    """The rounds' budget: a share of the training's wall time (None: unlimited)."""
-    return share * training_wall_s if math.isfinite(training_wall_s) else None
+def budget(share: float, training_wall_s: float, base_min_s: float = 0.0) -> float | None:
+    """The rounds' budget: a share of the training's wall time, or of `base_min_s` where the
+    training was shorter (None: unlimited)."""
+    return share * max(training_wall_s, base_min_s) if math.isfinite(training_wall_s) else None
 
 
 def run_rounds(step_fn: StepFn, source: str, cfg, plan: list[Planned], base_seed: int,
@@ -192,8 +193,8 @@ def run_rounds(step_fn: StepFn, source: str, cfg, plan: list[Planned], base_seed
     verify.stretch_share while the rounds that would settle them fit)."""
     ver = cfg.verify
     return measure_rounds(step_fn, source, cfg, plan, base_seed, first_index,
-                          budget_s=budget(ver.budget_share, training_wall_s),
+                          budget_s=budget(ver.budget_share, training_wall_s, ver.budget_base_min_s),
                           max_rounds=ver.max_rounds,
                           decided=rounds_mod.all_settled(GAIN_THAT_MATTERS),
-                          stretch_s=budget(ver.stretch_share, training_wall_s),
+                          stretch_s=budget(ver.stretch_share, training_wall_s, ver.budget_base_min_s),
                           needed=rounds_mod.rounds_to_settle(GAIN_THAT_MATTERS))

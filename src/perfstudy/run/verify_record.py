@@ -50,6 +50,9 @@ class Verification:
     stretch_share: float | None = doc("verify.stretch_share: how far the budget may stretch "
                                       "while the rounds still needed fit (None: recorded "
                                       "before it existed)", default=None)
+    budget_base_min_s: float = doc("verify.budget_base_min_s: the shares are of at least this "
+                                   "many seconds (0: of the training's wall time alone)",
+                                   default=0.0)
 
     @property
     def wall_s(self) -> float:

@@ -153,6 +153,17 @@ def test_the_cost_is_said_with_its_budget():
     assert text.startswith("Verification: 5 rounds of 2 settings, 10 windows of 80 steps in 50 s, 25 % "
                            "of the training's 200 s (budget 100 %)")
     assert "every candidate settled" in text
+    floored = replace(found, budget_base_min_s=600.0)  # a training shorter than the floor
+    assert "(budget 100 % of at least 600 s" in verification.cost_sentence(floored)
+
+
+def test_a_short_training_gets_the_budget_of_the_floor():
+    from perfstudy.run import verify
+
+    assert verify.budget(1.0, 100.0) == 100.0  # the training's wall time alone
+    assert verify.budget(3.0, 100.0, 300.0) == 900.0  # shares of the floor where it is longer
+    assert verify.budget(3.0, 1000.0, 300.0) == 3000.0  # a long training: the floor changes nothing
+    assert verify.budget(1.0, float("inf"), 300.0) is None
 
 
 def test_the_slow_operators_other_mode_is_measured_even_where_the_model_sees_nothing_in_it():
