@@ -112,9 +112,13 @@ def _spec(arm) -> dict:
     return arm.summary.scenario or {}
 
 
-def _own(arm, key: str) -> tuple[int, bool]:
-    settings = arm.summary.operator_settings or {}
+def _setting_of(settings: dict, key: str) -> tuple[int, bool]:
+    """The swept key's (workers, in processes) in a settings dict (1 thread where unset)."""
     return int(settings.get(key, 1)), bool(settings.get(key + MP, False))
+
+
+def _own(arm, key: str) -> tuple[int, bool]:
+    return _setting_of(arm.summary.operator_settings or {}, key)
 
 
 def _placed_at(sweep: Sweep, placed: list[Placed], setting: tuple[int, bool]) -> Placed | None:
@@ -162,7 +166,7 @@ def _score(diagnosed, sweep: Sweep, answer: Recommendation, advice, arms
     claims_change = action == "set_workers" and key in {k.removesuffix(MP) for k in answer.changes}
     right = None if moved is None else (answer.culprit_key == key if moved else not claims_change)
     rec = answer.settings or {}
-    picked = (int(rec.get(key, 1)), bool(rec.get(key + MP, False)))
+    picked = _setting_of(rec, key)
     own = _own(diagnosed, key)
     pick, own_place = _placed_at(sweep, placed, picked), _placed_at(sweep, placed, own)
     pick_ms = pick.step.median if pick and pick.step else None
@@ -177,10 +181,8 @@ def _score(diagnosed, sweep: Sweep, answer: Recommendation, advice, arms
     model_at_pick = predict(advice, rec).step_ms if rec else None
     inconclusive = action == "inconclusive"
     left_open = answer.verification.open_candidate() if inconclusive and answer.verification else None
-    opened = None if left_open is None else (int(left_open.settings.get(key, 1)),
-                                             bool(left_open.settings.get(key + MP, False)))
+    opened = None if left_open is None else _setting_of(left_open.settings, key)
     kept = f"keep ({label(*own)})"
-
     found = ScenarioScore(
         scenario=spec["name"], held_out=bool(spec.get("held_out")), swept=key,
         rounds=len(sweep.rounds.orders), stopped=sweep.rounds.stopped,

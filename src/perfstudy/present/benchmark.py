@@ -31,6 +31,13 @@ def _interval(found: RatioInterval | None) -> str:
     return "" if found is None else found.words()
 
 
+def _open(s: ScenarioScore) -> str:
+    """An inconclusive answer's open candidate and its place ('' for a decided answer)."""
+    if not s.inconclusive:
+        return ""
+    return f"{s.open_candidate}: {s.open_near.value}" if s.open_candidate else "none"
+
+
 def table(scores: list[ScenarioScore]) -> pd.DataFrame:
     """The report's table: one row per scenario, each score as the words a reader reads."""
     rows = []
@@ -45,8 +52,7 @@ def table(scores: list[ScenarioScore]) -> pd.DataFrame:
             "sweep's fastest (ms)": f"{round(s.fastest_ms)} at {s.fastest}",
             "pick vs fastest": "" if s.pick is None else _interval(s.pick.vs_fastest),
             PICK_WITHIN: s.pick_near.value,
-            OPEN: "" if not s.inconclusive else f"{s.open_candidate}: {s.open_near.value}"
-            if s.open_candidate else "none",
+            OPEN: _open(s),
             "verified": "yes" if s.verified else "no",
             "promised (ms)": "" if s.promised_ms is None else round(s.promised_ms),
             "promise vs sweep": "" if s.promise_vs_sweep is None else pct(s.promise_vs_sweep, 1, signed=True),
