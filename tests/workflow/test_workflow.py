@@ -142,6 +142,24 @@ def test_sweep_arms_are_the_sweeps_overrides_plus_the_value():
         arm_table(Workflow.of(wf))
 
 
+def test_a_studys_overrides_reach_its_arms_and_the_workflows_win():
+    import yaml
+
+    from perfstudy.orchestrate.study import compose_arm
+
+    wf = {"study": "s", "results": "r", "overrides": ["size=smoke"], "studies": {
+        "s": {"arms": {"a": ["experiment=baseline"]}, "overrides": ["verify.budget_base_min_s=300"]},
+        "t": {"arms": {"a": ["experiment=baseline"]}}}}
+    assert compose_arm(Workflow.of(wf), "s", "a").verify.budget_base_min_s == 300
+    assert compose_arm(Workflow.of(wf), "t", "a").verify.budget_base_min_s == 0
+    wf["overrides"] = ["size=smoke", "verify.budget_base_min_s=60"]
+    assert compose_arm(Workflow.of(wf), "s", "a").verify.budget_base_min_s == 60
+    shipped = yaml.safe_load((REPO / "workflow" / "config.yaml").read_text())  # the benchmark's floor
+    shipped.update(study="scenarios", overrides=["size=smoke"])
+    assert compose_arm(Workflow.of(shipped), "scenarios", "mixed_cost").verify.budget_base_min_s == 300
+    assert compose_arm(Workflow.of(shipped), "seed_case", "baseline").verify.budget_base_min_s == 0
+
+
 def test_the_scenarios_study_plans_each_diagnosed_run_and_its_sweep(tmp_path):
     result = snakemake("-n", "--cores", "2", "--config", "study=scenarios", "overrides=[size=smoke]",
                        workdir=tmp_path)

@@ -155,10 +155,11 @@ def split_run(flow: Workflow, study: str, run: str) -> tuple[str, int]:
 
 
 def arm_overrides(flow: Workflow, study: str, run: str) -> list[str]:
-    """Hydra overrides of one run: its arm's, the global ones, then study/arm/repeat/results."""
+    """Hydra overrides of one run: its arm's, its study's, the global ones, then
+    study/arm/repeat/results (a later one wins)."""
     arm, repeat = split_run(flow, study, run)
-    return [*arm_table(flow, study)[arm], *flow.overrides, f"study={study}",
-            f"arm={arm}", f"repeat={repeat}", f"run={run}", f"paths.results={flow.results}"]
+    return [*arm_table(flow, study)[arm], *study_spec(flow, study).overrides, *flow.overrides,
+            f"study={study}", f"arm={arm}", f"repeat={repeat}", f"run={run}", f"paths.results={flow.results}"]
 
 
 def compose_arm(flow: Workflow, study: str, run: str) -> DictConfig:

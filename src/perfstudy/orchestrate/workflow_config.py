@@ -46,6 +46,8 @@ class StudySpec:
     autotune: bool = doc("also run each scenario with Dataset AutoTune", default=False)
     description: str = doc("what the study compares", default="")
     claims: str = doc("its claims file (empty: workflow/claims/<study>.yaml if any)", default="")
+    overrides: list[str] = doc("Hydra overrides every arm of this study gets after its own "
+                               "(before the workflow's `overrides`)", default_factory=list)
 
 
 @dataclass(frozen=True)
