@@ -117,10 +117,6 @@ def _setting_of(settings: dict, key: str) -> tuple[int, bool]:
     return int(settings.get(key, 1)), bool(settings.get(key + MP, False))
 
 
-def _own(arm, key: str) -> tuple[int, bool]:
-    return _setting_of(arm.summary.operator_settings or {}, key)
-
-
 def _placed_at(sweep: Sweep, placed: list[Placed], setting: tuple[int, bool]) -> Placed | None:
     index = sweep.index(*setting)
     return None if index is None else placed[index]
@@ -167,7 +163,7 @@ def _score(diagnosed, sweep: Sweep, answer: Recommendation, advice, arms
     right = None if moved is None else (answer.culprit_key == key if moved else not claims_change)
     rec = answer.settings or {}
     picked = _setting_of(rec, key)
-    own = _own(diagnosed, key)
+    own = _setting_of(diagnosed.summary.operator_settings or {}, key)
     pick, own_place = _placed_at(sweep, placed, picked), _placed_at(sweep, placed, own)
     pick_ms = pick.step.median if pick and pick.step else None
     points = [PredictionPoint(spec["name"], f"{key}={point.label}", pl.step,
