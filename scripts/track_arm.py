@@ -17,7 +17,7 @@ from perfstudy.common import config
 from perfstudy.common.io import read_json, read_table, write_json
 from perfstudy.decide.recommendation import read_diagnosis
 from perfstudy.orchestrate.cli import main_guard, setup_logging
-from perfstudy.present import mlflow_fields, mlflow_store, tracking
+from perfstudy.present import live, mlflow_fields, mlflow_store, tracking
 from perfstudy.run.summary import read_summary
 
 log = logging.getLogger("track_arm")
@@ -29,6 +29,8 @@ def main() -> None:
     parser.add_argument("--run-dir", required=True)
     parser.add_argument("--study-ids", required=True, help="mlflow_study.json of track_init")
     parser.add_argument("--log", action="append", default=[], help="a log file to attach")
+    parser.add_argument("--benchmark", help="Snakemake's benchmark file of the arm's training job "
+                        "(its whole process tree's peak memory and CPU time)")
     parser.add_argument("--study-receipt", help="the study's tracking receipt "
                         "(report/<study>/mlflow_study.json), void while this arm's run changes")
     args = parser.parse_args()
@@ -43,6 +45,7 @@ def main() -> None:
                                          "pipeline_ops.csv", "queues.csv", "timeline_steps.csv",
                                          "trace.json")]
     diagnosis = read_diagnosis(run_dir)
+    opened = live.read_receipt(run_dir)  # the run the training opened, if it could
     ops, queues = (read_table(run_dir / name) for name in ("pipeline_ops.csv", "queues.csv"))
     # Until this job ends, the store no longer holds what the receipts say: remove them
     # first, so a job killed from here on is redone by the next `snakemake` (which would
@@ -57,13 +60,16 @@ def main() -> None:
             params=config.flatten(config.to_container(cfg)), summary=summary, steps=steps,
             artifacts=[f for f in files if f.is_file()] + [Path(p) for p in args.log if Path(p).is_file()],
             results_fingerprint=tracking.fingerprint(run_dir / "steps.csv", run_dir / "summary.json"),
-            extra_metrics=mlflow_fields.diagnosis_metrics(diagnosis, ops, queues, mlflow_fields.run_end_ms(steps)),
+            extra_metrics=mlflow_fields.diagnosis_metrics(diagnosis, ops, queues, mlflow_fields.run_end_ms(steps))
+            + mlflow_fields.job_metrics(args.benchmark, mlflow_fields.run_end_ms(steps)),
             extra_tags={**mlflow_fields.diagnosis_tags(diagnosis),
                         "mlflow.note.content": mlflow_fields.run_description(summary, diagnosis)},
             artifact_dirs={name: run_dir / name for name in ("profile", "autotune")
-                           if (run_dir / name).is_dir()})
-    log.info("arm %s -> run %s (%s)", cfg.arm, result["run_id"],
-             "created" if result["created"] else "updated")
+                           if (run_dir / name).is_dir()},
+            live_run_id=opened.run_id if opened else None,
+            live_through_step=opened.logged_through_step if opened else -1)
+    log.info("arm %s -> run %s (%s)", cfg.arm, result["run_id"], "the training's live run completed"
+             if result["adopted_live"] else "created" if result["created"] else "updated")
     write_json(run_dir / "mlflow_run.json", {**result, "tracking_uri": ids["tracking_uri"],
                                              "experiment_id": ids["experiment_id"],
                                              "study_run_id": ids["study_run_id"]})

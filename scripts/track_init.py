@@ -17,7 +17,7 @@ from perfstudy.common import config
 from perfstudy.common.io import write_json
 from perfstudy.common.provenance import git_state
 from perfstudy.orchestrate.cli import main_guard, setup_logging
-from perfstudy.present import history, mlflow_store
+from perfstudy.present import history, mlflow_fields, mlflow_store
 
 
 def main() -> None:
@@ -41,7 +41,8 @@ def main() -> None:
         client = mlflow_store.client_for(uri)
         experiment_id = mlflow_store.ensure_experiment(client, name, uri)
         parent = mlflow_store.ensure_study_run(client, experiment_id, cfg.study, instance,
-                                           {"git_sha": str(git_state()["git_sha"])}, identity=ctx)
+                                           {"git_sha": str(git_state()["git_sha"]),
+                                            **mlflow_fields.source_tags(name="Snakefile")}, identity=ctx)
     write_json(args.out, {"tracking_uri": uri, "experiment_name": name, "instance": instance,
                           "experiment_id": experiment_id, "study_run_id": parent})
 

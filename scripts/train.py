@@ -18,6 +18,7 @@ from perfstudy.common import config
 from perfstudy.decide.analysis import propose
 from perfstudy.measure.profiling import ProfilerError
 from perfstudy.orchestrate.cli import main_guard, setup_logging
+from perfstudy.present import live
 from perfstudy.run import train
 
 
@@ -38,8 +39,18 @@ def main() -> None:
     if args.print_config:
         print(OmegaConf.to_yaml(cfg))
         return
-    # the model (decide/) proposes the settings the training then measures (run/verify.py)
-    train.run(cfg, manifest_path=args.manifest, propose=propose)
+    # the arm's MLflow run, opened now and fed as the steps happen (None: no tracker to attach to)
+    opened = live.open_live(cfg, cfg.paths.run_dir)
+    if opened is None:  # the model (decide/) proposes the settings the training then measures
+        train.run(cfg, manifest_path=args.manifest, propose=propose)
+        return
+    live.end_on_signal(opened)
+    try:
+        train.run(cfg, manifest_path=args.manifest, propose=propose, on_step=opened.on_step)
+    except BaseException as exc:
+        opened.end(live.status_of(exc))
+        raise
+    opened.end(live.status_of(None))
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
 rule track_init:
-    """The study's MLflow experiment and parent run, made once before arms are logged (parallel jobs would race on creating them and on migrating the SQLite schema)."""
+    """The study's MLflow experiment and parent run, made once before the trainings (each opens its arm's run under it while it trains: perfstudy.present.live) and before arms are logged (parallel jobs would race on creating them and on migrating the SQLite schema). Not an input of train: a tracker that is down never stops a training; a high priority runs it first."""
     input:
         configs=expand(f"{RESULTS}/runs/{{{{study}}}}/{{arm}}/config.yaml", arm=ARMS),
         claims=claims_input,
@@ -12,6 +12,7 @@ rule track_init:
         f"{RESULTS}/logs/track_init/{{study}}.log",
     benchmark:
         f"{RESULTS}/benchmarks/track_init/{{study}}.tsv"
+    priority: 50
     resources:
         mem_mb=1000,
     conda:
@@ -31,6 +32,7 @@ rule track_arm:
         trace=f"{RESULTS}/runs/{{study}}/{{arm}}/trace.json",
         study_ids=f"{RESULTS}/runs/{{study}}/mlflow_study.json",
         train_log=f"{RESULTS}/logs/train/{{study}}/{{arm}}.log",
+        train_benchmark=f"{RESULTS}/benchmarks/train/{{study}}/{{arm}}.tsv",
     output:
         f"{RESULTS}/runs/{{study}}/{{arm}}/mlflow_run.json",
     params:
@@ -48,7 +50,8 @@ rule track_arm:
         "../envs/perfstudy.yaml"
     shell:
         "{params.python} {params.script} --run-dir {params.run_dir} "
-        "--study-ids {input.study_ids} --log {input.train_log} --study-receipt {params.receipt} 2> {log}"
+        "--study-ids {input.study_ids} --log {input.train_log} --study-receipt {params.receipt} "
+        "--benchmark {input.train_benchmark} 2> {log}"
 
 
 rule track_study:

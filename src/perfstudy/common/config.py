@@ -120,6 +120,10 @@ def validate(cfg: DictConfig) -> None:
             f"trainer.steps is {cfg.trainer.steps}, too few: the compile step, "
             f"{cfg.trainer.warmup_steps} warm-up step(s) and at least "
             f"{cfg.trainer.min_measured_steps} measured steps are needed; raise trainer.steps.")
+    for key in ("tracking.live_interval_s", "tracking.system_metrics_interval_s"):
+        if OmegaConf.select(cfg, key) <= 0:
+            raise ConfigError(f"Config key '{key}' is {OmegaConf.select(cfg, key)}; use a "
+                              "positive number of seconds (tracking.live=false turns live runs off).")
     _validate_profiler(cfg)
     _validate_verify(cfg)
     _validate_sweep(cfg)

@@ -228,6 +228,12 @@ class TrackingConfig:
     experiment_prefix: str = "perfstudy"
     # read the study's earlier recorded runs back for the scorecard (each claim's history)
     history: bool = True
+    # open the arm's run when its training starts (under the study's parent run) and log its
+    # step trace every live_interval_s and MLflow's system metrics every
+    # system_metrics_interval_s, so the UI shows a run while it trains (perfstudy.present.live)
+    live: bool = True
+    live_interval_s: float = 5.0
+    system_metrics_interval_s: float = 10.0
 
 
 @dataclass

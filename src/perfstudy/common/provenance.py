@@ -36,6 +36,21 @@ def git_state(repo: Path = REPO_ROOT) -> dict[str, object]:
     return {"git_sha": sha, "git_dirty": dirty}
 
 
+def git_origin(repo: Path = REPO_ROOT) -> dict[str, str]:
+    """The checkout's branch and its origin's URL (each left out when git cannot say)."""
+    found = {}
+    for key, args in (("branch", ("rev-parse", "--abbrev-ref", "HEAD")),
+                      ("repo_url", ("config", "--get", "remote.origin.url"))):
+        try:
+            value = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True,
+                                   timeout=20).stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            continue
+        if value and value != "HEAD":
+            found[key] = value
+    return found
+
+
 def _proc_value(name: str, prefix: str) -> str | None:
     """The value after the colon of the first line of /proc/<name> that starts with prefix."""
     try:

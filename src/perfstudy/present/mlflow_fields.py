@@ -98,6 +98,8 @@ def summary_metrics(summary: RunSummary, stamp_ms: int) -> list:
     for part in SPREADS:
         for stat, value in asdict(getattr(summary, part)).items():
             flat[f"{part}_{stat}"] = value
+    if summary.resources is not None:  # peak memory and CPU time of the training process
+        flat.update({f"resources_{k}": v for k, v in asdict(summary.resources).items()})
     for key, value in asdict(summary.calibration).items():
         if isinstance(value, (int, float)):  # not the operators' probe (a list; in summary.json)
             flat[f"calibration_{key}"] = value
@@ -109,6 +111,26 @@ def summary_metrics(summary: RunSummary, stamp_ms: int) -> list:
             flat[f"probe_{name}_gil_share"] = share
     return [Metric(key, float(value), stamp_ms, 0) for key, value in flat.items()] \
         + sweep_metrics(summary, stamp_ms)
+
+
+# Snakemake's benchmark columns (psutil over the job's process tree) -> metric names
+JOB_COLUMNS = {"s": "job_wall_s", "max_rss": "job_max_rss_mb", "max_pss": "job_max_pss_mb",
+               "cpu_time": "job_cpu_time_s", "mean_load": "job_mean_load_pct"}
+
+
+def job_metrics(benchmark: str | Path | None, stamp_ms: int) -> list:
+    """The training job's whole process tree (workers included) as Snakemake measured it: its
+    wall time, peak memory (MB) and CPU time; nothing when the file is missing or unreadable."""
+    from mlflow.entities import Metric
+
+    if not benchmark or not Path(benchmark).is_file():
+        return []
+    try:
+        row = pd.read_csv(benchmark, sep="\t").iloc[-1]
+    except (ValueError, IndexError, pd.errors.ParserError):
+        return []
+    return [Metric(name, float(row[col]), stamp_ms, 0) for col, name in JOB_COLUMNS.items()
+            if col in row and pd.notna(pd.to_numeric(row[col], errors="coerce"))]
 
 
 def sweep_metrics(summary: RunSummary, stamp_ms: int) -> list:
@@ -140,6 +162,28 @@ def sweep_tags(summary: RunSummary) -> dict[str, str]:
                                                         strict=True))}
 
 
+def source_tags(commit: str | None = None, name: str = "scripts/train.py") -> dict[str, str]:
+    """MLflow's own system tags, so the UI's Source, Version and User columns fill: the program
+    that made the run (relative to the checkout), the commit (this checkout's when None)."""
+    import getpass
+
+    from perfstudy.common.provenance import git_origin, git_state
+
+    commit = commit or str(git_state()["git_sha"])
+    origin = git_origin()
+    tags = {"mlflow.source.name": name, "mlflow.source.type": "LOCAL",
+            "mlflow.source.git.commit": commit}
+    if "branch" in origin:
+        tags["mlflow.source.git.branch"] = origin["branch"]
+    if "repo_url" in origin:
+        tags["mlflow.source.git.repoURL"] = origin["repo_url"]
+    try:
+        tags["mlflow.user"] = getpass.getuser()
+    except (KeyError, OSError):  # a container user without a passwd entry
+        pass
+    return tags
+
+
 def arm_tags(summary: RunSummary, study: str, arm: str, instance: str) -> dict[str, str]:
     """Tags that say what the run is and what it was made with."""
     env = summary.environment
@@ -150,6 +194,7 @@ def arm_tags(summary: RunSummary, study: str, arm: str, instance: str) -> dict[s
         f"{TAG}instance": instance,
         f"{TAG}run": summary.run,
         f"{TAG}repeat": str(summary.repeat),
+        **source_tags(str(summary.git_sha)),
         "seed": str(summary.seed),
         "git_sha": str(summary.git_sha),
         "git_dirty": str(summary.git_dirty),

@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-import socket
 import urllib.parse
 import uuid
 from pathlib import Path
@@ -33,6 +32,17 @@ def sqlite_file(uri: str) -> Path | None:
     return Path(urllib.parse.urlparse(uri).path) if uri.startswith("sqlite:///") else None
 
 
+def _reason(exc: Exception) -> str:
+    """A short reason for an unreachable store: the innermost OS error when there is one
+    (e.g. 'Connection refused'), else the exception's type."""
+    text = str(exc)
+    for marker in ("Connection refused", "Name or service not known", "timed out",
+                   "No route to host", "Temporary failure in name resolution"):
+        if marker in text:
+            return marker
+    return type(exc).__name__
+
+
 def cluster_store_problem(uri: str, executor: str) -> str | None:
     """Why a tracking store cannot serve jobs that run on cluster nodes (None if it can)."""
     path = sqlite_file(uri)
@@ -52,29 +62,34 @@ def artifact_root(uri: str) -> str | None:
     return (db.parent / "artifacts").resolve().as_uri() if db else None
 
 
+# MLflow's own HTTP settings for a server (env vars it reads at every request), unless the
+# user set them: 2 retries, ~3 s of backoff, 10 s per request, instead of minutes of retries.
+HTTP_SETTINGS = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2", "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1",
+                 "MLFLOW_HTTP_REQUEST_TIMEOUT": "10"}
+
+
+def quick_http_settings() -> None:
+    """Apply HTTP_SETTINGS to this process where the user set none (an unreachable server
+    then answers in seconds, not after MLflow's default minutes of retries)."""
+    for key, value in HTTP_SETTINGS.items():
+        os.environ.setdefault(key, value)
+
+
 def client_for(uri: str):
     """An MlflowClient on `uri`, checked to answer; TrackingError if it does not."""
     from mlflow.tracking import MlflowClient
 
-    parsed, db = urllib.parse.urlparse(uri), sqlite_file(uri)
+    db = sqlite_file(uri)
     if db is not None:
         db.parent.mkdir(parents=True, exist_ok=True)
-    if parsed.scheme in ("http", "https"):
-        # MLflow's REST client retries for minutes; a refused socket answers at once.
-        port = parsed.port or (443 if parsed.scheme == "https" else 80)
-        try:
-            socket.create_connection((parsed.hostname, port), timeout=5).close()
-        except OSError as exc:
-            raise TrackingError(
-                f"The MLflow tracking server {uri} cannot be reached ({exc.strerror or exc}); "
-                "start it or fix MLFLOW_TRACKING_URI / tracking.uri, then run snakemake again "
-                "(finished training is kept).") from None
+    quick_http_settings()
     client = MlflowClient(tracking_uri=uri)
     try:
         client.search_experiments(max_results=1)
     except Exception as exc:  # noqa: BLE001 - any failure here means: store unreachable
+        what = "server" if uri.startswith(("http://", "https://")) else "store"
         raise TrackingError(
-            f"The MLflow tracking store {uri} cannot be reached ({type(exc).__name__}); start "
+            f"The MLflow tracking {what} {uri} cannot be reached ({_reason(exc)}); start "
             "the server or fix MLFLOW_TRACKING_URI / tracking.uri, then run snakemake again "
             "(finished training is kept).") from None
     return client

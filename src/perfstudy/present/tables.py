@@ -140,6 +140,9 @@ def setup_table(arms: list[Arm]) -> pd.DataFrame:
                      f"({s.dataset.source})"),
             "steps measured / excluded": (f"{s.steps_measured} / {s.steps_excluded} "
                                           f"{s.steps_excluded_by_phase}"),
+            "peak memory, CPU time": (
+                f"{s.resources.max_rss_mb:.0f} MiB, {s.resources.cpu_s + s.resources.children_cpu_s:.0f} s"
+                if s.resources else "not recorded"),
             "MindSpore": s.mindspore_version,
             "config hash": s.config_hash,
         })

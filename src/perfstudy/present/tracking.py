@@ -27,34 +27,6 @@ MAX_PARAMS_PER_CALL = 100
 MAX_METRICS_PER_CALL = 1000
 
 
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
 def fingerprint(*paths: str | Path) -> str:
     """sha256 over files' bytes: tells a retrained arm from the same results logged again."""
     digest = hashlib.sha256()
@@ -77,46 +49,23 @@ def log_params(client, run_id: str, params: dict[str, Any]) -> None:
         client.log_batch(run_id, params=chunk)
 
 
-
-
-
-
-
-
-
-
-
-
-
-
 def log_metrics(client, run_id: str, metrics: list) -> None:
     """Log metrics in batches of MLflow's maximum size."""
     for chunk in _chunks(metrics, MAX_METRICS_PER_CALL):
         client.log_batch(run_id, metrics=chunk)
 
 
-
-
-
-
-
-
-
-
-
-
-
-
-
-
 def log_arm(client, experiment_id: str, parent_run_id: str, *, study: str, arm: str,
             instance: str, params: dict[str, Any], summary: RunSummary, steps: pd.DataFrame,
             artifacts: list[Path], results_fingerprint: str, extra_metrics: list = (),
             extra_tags: dict[str, str] | None = None,
-            artifact_dirs: dict[str, Path] | None = None) -> dict[str, Any]:
+            artifact_dirs: dict[str, Path] | None = None,
+            live_run_id: str | None = None, live_through_step: int = -1) -> dict[str, Any]:
     """Create or update the arm's child run; returns {'run_id', 'created', 'replaced'}.
 
     artifact_dirs: artifact path -> local folder, logged whole (e.g. the raw profile).
+    live_run_id: the run the training opened (perfstudy.present.live): completed here rather
+    than a new one made, its steps through `live_through_step` already logged.
     """
     tags = {**mlflow_fields.arm_tags(summary, study, arm, instance), **(extra_tags or {})}
     run_name = tags[f"{TAG}run"]  # an arm's repeats are separate runs, found by their run name
@@ -124,6 +73,9 @@ def log_arm(client, experiment_id: str, parent_run_id: str, *, study: str, arm: 
                                                               f"{TAG}role": "arm", f"{TAG}instance": instance})
                 if r.data.tags.get(f"{TAG}run", arm) == run_name]
     same = [r for r in existing if r.data.tags.get(f"{TAG}results") == results_fingerprint]
+    if not same and live_run_id:  # the training's own live run: completed, not twinned
+        same = [r for r in existing if r.info.run_id == live_run_id]
+    adopted = bool(same) and same[0].data.tags.get(f"{TAG}results") != results_fingerprint
     keep = same[0].info.run_id if same else None
     stale = [r for r in existing if r.info.run_id != keep]
     replaced = []
@@ -138,12 +90,16 @@ def log_arm(client, experiment_id: str, parent_run_id: str, *, study: str, arm: 
             **tags, "mlflow.parentRunId": parent_run_id, f"{TAG}results": results_fingerprint,
             **({f"{TAG}replaces": ",".join(replaced)} if replaced else {})}).info.run_id
     client.update_run(run_id, status="RUNNING")
+    if adopted:  # the live run gains what a new run would have been made with
+        tags = {**tags, "mlflow.parentRunId": parent_run_id, f"{TAG}results": results_fingerprint,
+                **({f"{TAG}replaces": ",".join(replaced)} if replaced else {})}
+    logged_live = live_through_step if run_id == live_run_id else -1
     try:
         client.log_batch(run_id, tags=[_tag(k, v) for k, v in tags.items()])
         log_params(client, run_id, params)
         log_dataset(client, run_id, summary)
         stamp = mlflow_fields.run_end_ms(steps)
-        log_metrics(client, run_id, mlflow_fields.step_metrics(steps)
+        log_metrics(client, run_id, mlflow_fields.step_metrics(steps[steps["step"] > logged_live])
                     + mlflow_fields.summary_metrics(summary, stamp) + list(extra_metrics))
         for path in artifacts:
             client.log_artifact(run_id, str(path))
@@ -153,9 +109,7 @@ def log_arm(client, experiment_id: str, parent_run_id: str, *, study: str, arm: 
         client.set_terminated(run_id, status="FAILED")
         raise
     client.set_terminated(run_id, status="FINISHED", end_time=end_ms)
-    return {"run_id": run_id, "created": not same, "replaced": replaced}
-
-
+    return {"run_id": run_id, "created": not same, "replaced": replaced, "adopted_live": adopted}
 
 
 def log_dataset(client, run_id: str, summary: RunSummary) -> None:

@@ -68,6 +68,28 @@ class WindowStats:
 
 
 @dataclass(frozen=True)
+class Resources:
+    """What the training process used, from the kernel's own accounting (getrusage), read when
+    the run ends (training, profiling, calibration and every round after them)."""
+
+    max_rss_mb: float = doc("peak resident memory of the training process (MiB)")
+    cpu_s: float = doc("CPU time of the training process (user + system, s)")
+    children_max_rss_mb: float = doc("largest peak resident memory of its ended child processes "
+                                     "(MindData's Python workers; MiB)")
+    children_cpu_s: float = doc("CPU time of its ended child processes (s)")
+
+    @classmethod
+    def now(cls) -> Resources:
+        """The process's use so far (Linux: ru_maxrss in KiB)."""
+        import resource
+
+        own, kids = (resource.getrusage(who) for who in (resource.RUSAGE_SELF,
+                                                          resource.RUSAGE_CHILDREN))
+        return cls(own.ru_maxrss / 1024, own.ru_utime + own.ru_stime, kids.ru_maxrss / 1024,
+                   kids.ru_utime + kids.ru_stime)
+
+
+@dataclass(frozen=True)
 class Factories:
     """The `_target_` factories that built the model and the pipeline."""
 
@@ -176,6 +198,8 @@ class RunSummary:
     against_source: AgainstSource | None = doc(
         "a prepared arm's pipeline and its source's at the same settings, in interleaved "
         "rounds (perfstudy.run.remedy_rounds; verify.against_source)", default=None)
+    resources: Resources | None = doc("peak memory and CPU time of the training process, at "
+                                      "its end", default=None)
 
     @property
     def name(self) -> str:
@@ -193,6 +217,10 @@ class RunSummary:
     def with_against_source(self, found: AgainstSource) -> RunSummary:
         """The same summary with its rounds against the source it was prepared from."""
         return replace(self, against_source=found)
+
+    def with_resources(self, used: Resources) -> RunSummary:
+        """The same summary with the process's peak memory and CPU time."""
+        return replace(self, resources=used)
 
 
 def write_summary(run_dir: str | Path, summary: RunSummary) -> Path:

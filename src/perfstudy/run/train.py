@@ -35,13 +35,14 @@ from perfstudy.run import autotune, opprobe, pipeline, remedy_rounds, sweep, ver
 from perfstudy.run.factories import load_target
 from perfstudy.run.settings import Workers, operator_settings
 from perfstudy.run.step import TrainStep, check_labels, precompile, timed_step
-from perfstudy.run.summary import Calibration, DatasetFacts, RunSummary, write_summary
+from perfstudy.run.summary import Calibration, DatasetFacts, Resources, RunSummary, write_summary
 from perfstudy.run.verify_record import Proposal, Verification
 
 __all__ = ["check_labels", "model_classes", "queue_capacity_batches", "run", "run_seed"]
 
 REPEAT_SEED_STRIDE = 10
 log = logging.getLogger(__name__)
+OnStep = Callable[[steptrace.StepTimes], None]
 
 
 class DeviceError(RuntimeError):
@@ -87,9 +88,10 @@ def queue_capacity_batches(nodes: list[dict], batch_size: int) -> float:
 
 
 def train_loop(step: TrainStep, dataset, steps: int, batch_size: int, log_every: int,
-               profiler: RunProfiler | None = None,
-               first_index: int = 0) -> tuple[list[steptrace.StepTimes], tuple]:
-    """Train `steps` steps numbered from first_index; returns the step timestamps and the last batch."""
+               profiler: RunProfiler | None = None, first_index: int = 0,
+               on_step: OnStep | None = None) -> tuple[list[steptrace.StepTimes], tuple]:
+    """Train `steps` steps numbered from first_index; returns the step timestamps and the last
+    batch. on_step sees each step's times as it ends (a live view; it must not block)."""
     per_epoch = dataset.get_dataset_size()
     # a repeated dataset is one long epoch; one of a single pass (AutoTune's arm) is iterated
     # epoch after epoch, with one more so the pipeline still works when the last step runs
@@ -119,6 +121,8 @@ def train_loop(step: TrainStep, dataset, steps: int, batch_size: int, log_every:
                     "high for this batch (lower optimizer.lr), labels outside the model's classes "
                     "(model.num_classes), or NaN/inf values produced by a transform of your own.")
             records.append(steptrace.StepTimes(index, start, data_ready, fwd_bwd_end, end, loss))
+            if on_step is not None:
+                on_step(records[-1])
             previous_end = end
             if index % log_every == 0 or index == first_index + steps - 1:
                 total = end - start
@@ -240,7 +244,8 @@ class Measured:
     profiler: RunProfiler
 
 
-def measure(cfg, train_step: TrainStep, source: str, run_dir: Path) -> Measured:
+def measure(cfg, train_step: TrainStep, source: str, run_dir: Path,
+            on_step: OnStep | None = None) -> Measured:
     """The measured steps on a fresh pipeline (profiled inline, or then a second, profiled
     pipeline after them: placement=after)."""
     # Surplus batches: the pipeline must still be working when the last step runs, or the
@@ -262,7 +267,8 @@ def measure(cfg, train_step: TrainStep, source: str, run_dir: Path) -> Measured:
     started = time.time()
     try:
         records, last_batch = train_loop(train_step, dataset, cfg.trainer.steps, cfg.pipeline.batch_size,
-                                         cfg.trainer.log_every, profiler if inline else None)
+                                         cfg.trainer.log_every, profiler if inline else None,
+                                         on_step=on_step)
     finally:
         if cfg.pipeline.autotune:
             autotune.stop()
@@ -279,7 +285,8 @@ def measure(cfg, train_step: TrainStep, source: str, run_dir: Path) -> Measured:
                  "any profiler)", extra - 1)
         dataset = pipeline.create_train_dataset(source, cfg.pipeline, extra + surplus, seed + 2)
         more, last_batch = train_loop(train_step, dataset, extra, cfg.pipeline.batch_size,
-                                      cfg.trainer.log_every, profiler, first_index=cfg.trainer.steps)
+                                      cfg.trainer.log_every, profiler, first_index=cfg.trainer.steps,
+                                      on_step=on_step)
         records += more
     # the profiled pipeline's operators are the ones the profile numbers (a prepared source's
     # readers per epoch differ with the pipeline's length)
@@ -383,7 +390,8 @@ def _verified_steps(summary: RunSummary) -> int:
 
 
 def run(cfg, manifest_path: str | Path | None = None,
-        propose: Callable[[Path, int], Proposal] | None = None) -> RunSummary:
+        propose: Callable[[Path, int], Proposal] | None = None,
+        on_step: OnStep | None = None) -> RunSummary:
     """Train one arm; write steps.csv and summary.json into cfg.paths.run_dir.
 
     Args:
@@ -392,6 +400,7 @@ def run(cfg, manifest_path: str | Path | None = None,
         propose: (run folder, k) -> the verification's Proposal (perfstudy.decide.analysis.propose:
             the model's best k settings beside the run's own); all are then measured in
             interleaved rounds (perfstudy.run.verify). None: no verification.
+        on_step: sees each trained step's times as it ends (perfstudy.present.live's run).
 
     Returns:
         The run's summary, as written to summary.json.
@@ -412,7 +421,7 @@ def run(cfg, manifest_path: str | Path | None = None,
              workers.cpu_count)
     train_step = TrainStep(cfg, model_classes(cfg, manifest))
     compile_s = compile_graphs(train_step, cfg)
-    measured = measure(cfg, train_step, source, run_dir)
+    measured = measure(cfg, train_step, source, run_dir, on_step)
     calibration = calibrate(train_step, measured.last_batch, cfg, workers, source)
     profile_meta = measured.profiler.finish()  # the op profile's analysis, after all timing
     frame, drain_rule = step_frame(cfg, measured.records, compile_s is not None)
@@ -437,6 +446,11 @@ def run(cfg, manifest_path: str | Path | None = None,
             summary.operator_settings, workers.cpu_count, run_seed(cfg) + 4,
             len(frame) + _verified_steps(summary), summary.run_wall_s))
         write_summary(run_dir, summary)
+    summary = summary.with_resources(Resources.now())
+    write_summary(run_dir, summary)
+    log.info("peak memory %.0f MiB (ended workers %.0f MiB), CPU time %.0f s (+ %.0f s in ended "
+             "workers)", summary.resources.max_rss_mb, summary.resources.children_max_rss_mb,
+             summary.resources.cpu_s, summary.resources.children_cpu_s)
     log.info("steady step %.0f ms, gap share %.0f %%, %.1f img/s over %d measured steps "
              "(%d excluded); floor %.0f ms (%s)", summary.steady_step_ms, 100 * summary.gap_share,
              summary.images_per_s, summary.steps_measured, summary.steps_excluded,
