@@ -33,6 +33,9 @@ except OutputError as exc:
     raise WorkflowError(str(exc)) from None
 
 
+report: "workflow/report/workflow.rst"
+
+
 include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/train.smk"

@@ -31,6 +31,9 @@ def main() -> None:
     parser.add_argument("--log", action="append", default=[], help="a log file to attach")
     parser.add_argument("--benchmark", help="Snakemake's benchmark file of the arm's training job "
                         "(its whole process tree's peak memory and CPU time)")
+    parser.add_argument("--figure", action="append", default=[], metavar="NAME=PATH",
+                        help="an arm figure, logged as figures/NAME (the same NAME in every arm's "
+                        "run, so MLflow's Compare sets them side by side)")
     parser.add_argument("--study-receipt", help="the study's tracking receipt "
                         "(report/<study>/mlflow_study.json), void while this arm's run changes")
     args = parser.parse_args()
@@ -66,6 +69,7 @@ def main() -> None:
                         "mlflow.note.content": mlflow_fields.run_description(summary, diagnosis)},
             artifact_dirs={name: run_dir / name for name in ("profile", "autotune")
                            if (run_dir / name).is_dir()},
+            named_artifacts=_figures(args.figure),
             live_run_id=opened.run_id if opened else None,
             live_through_step=opened.logged_through_step if opened else -1)
     log.info("arm %s -> run %s (%s)", cfg.arm, result["run_id"], "the training's live run completed"
@@ -73,6 +77,18 @@ def main() -> None:
     write_json(run_dir / "mlflow_run.json", {**result, "tracking_uri": ids["tracking_uri"],
                                              "experiment_id": ids["experiment_id"],
                                              "study_run_id": ids["study_run_id"]})
+
+
+def _figures(given: list[str]) -> dict[str, Path]:
+    """--figure NAME=PATH arguments -> {figures/NAME: PATH} for the files that exist."""
+    found = {}
+    for item in given:
+        name, _, path = item.partition("=")
+        if not path:
+            raise ValueError(f"--figure {item!r}: use NAME=PATH")
+        if Path(path).is_file():
+            found[f"figures/{name}"] = Path(path)
+    return found
 
 
 if __name__ == "__main__":

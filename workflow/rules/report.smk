@@ -20,6 +20,12 @@ rule make_report:
                          caption="../report/step_time.rst", category="Figures"),
         published=report(f"{RESULTS}/report/{{study}}/figures/published_vs_measured.png",
                          caption="../report/published_vs_measured.rst", category="Figures"),
+        scaling=report(f"{RESULTS}/report/{{study}}/figures/scaling.png",
+                       caption="../report/scaling.rst", category="Figures"),
+        **{f"queues_{arm}": report(f"{RESULTS}/report/{{study}}/figures/queues_{arm}.png",
+                                   caption="../report/queues.rst", category="Figures",
+                                   subcategory="Data queues", labels={"arm": arm})
+           for arm in ARMS},
     params:
         python=PYTHON,
         script=SCRIPTS / "make_report.py",

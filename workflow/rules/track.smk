@@ -33,6 +33,7 @@ rule track_arm:
         study_ids=f"{RESULTS}/runs/{{study}}/mlflow_study.json",
         train_log=f"{RESULTS}/logs/train/{{study}}/{{arm}}.log",
         train_benchmark=f"{RESULTS}/benchmarks/train/{{study}}/{{arm}}.tsv",
+        queues_figure=f"{RESULTS}/report/{{study}}/figures/queues_{{arm}}.png",
     output:
         f"{RESULTS}/runs/{{study}}/{{arm}}/mlflow_run.json",
     params:
@@ -51,7 +52,7 @@ rule track_arm:
     shell:
         "{params.python} {params.script} --run-dir {params.run_dir} "
         "--study-ids {input.study_ids} --log {input.train_log} --study-receipt {params.receipt} "
-        "--benchmark {input.train_benchmark} 2> {log}"
+        "--benchmark {input.train_benchmark} --figure queues.png={input.queues_figure} 2> {log}"
 
 
 rule track_study:

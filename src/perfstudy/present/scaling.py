@@ -104,10 +104,21 @@ def autotune_lines(arms: list, check: dict[str, Any]) -> list[str]:
 
 
 def figure_scaling(arms: list, path: Path) -> Path | None:
-    """Steady step (measured points, predicted line) and measured gap share against workers."""
+    """Steady step (measured points, predicted line) and measured gap share against workers.
+    The file is always drawn (the workflow registers it); None, with a figure that says why,
+    when no arm's advisor speaks for the study (a diagnosis benchmark: each scenario is scored
+    against its own sweep) or the arms ran fewer than two worker counts."""
     source = source_arm(arms)
     fixed = fixed_arms(arms, source)
     if source is None or len({arm_workers(a) for a in fixed}) < 2:
+        fig, ax = plt.subplots(figsize=(6.4, 1.6), layout="constrained")
+        ax.axis("off")
+        ax.text(0.5, 0.5, "Not drawn: " + ("no arm's advisor speaks for this study (a diagnosis "
+                "benchmark scores each scenario against its own sweep)" if source is None else
+                "the arms ran fewer than two map worker counts here"),
+                ha="center", va="center", wrap=True, fontsize=9)
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
         return None
     advice = source.diagnosis.advisor
     counts = sorted({*(arm_workers(a) for a in fixed), *_counts(advice)})

@@ -60,10 +60,12 @@ def log_arm(client, experiment_id: str, parent_run_id: str, *, study: str, arm: 
             artifacts: list[Path], results_fingerprint: str, extra_metrics: list = (),
             extra_tags: dict[str, str] | None = None,
             artifact_dirs: dict[str, Path] | None = None,
+            named_artifacts: dict[str, Path] | None = None,
             live_run_id: str | None = None, live_through_step: int = -1) -> dict[str, Any]:
     """Create or update the arm's child run; returns {'run_id', 'created', 'replaced'}.
 
     artifact_dirs: artifact path -> local folder, logged whole (e.g. the raw profile).
+    named_artifacts: artifact path (folder/name) -> local file, logged under that name.
     live_run_id: the run the training opened (perfstudy.present.live): completed here rather
     than a new one made, its steps through `live_through_step` already logged.
     """
@@ -105,11 +107,25 @@ def log_arm(client, experiment_id: str, parent_run_id: str, *, study: str, arm: 
             client.log_artifact(run_id, str(path))
         for target, folder in (artifact_dirs or {}).items():
             client.log_artifacts(run_id, str(folder), target)
+        for target, path in (named_artifacts or {}).items():
+            _log_as(client, run_id, path, target)
     except BaseException:
         client.set_terminated(run_id, status="FAILED")
         raise
     client.set_terminated(run_id, status="FINISHED", end_time=end_ms)
     return {"run_id": run_id, "created": not same, "replaced": replaced, "adopted_live": adopted}
+
+
+def _log_as(client, run_id: str, path: Path, target: str) -> None:
+    """Log one file under another name (MLflow names an artifact after its file)."""
+    import shutil
+    import tempfile
+
+    folder, _, name = target.rpartition("/")
+    with tempfile.TemporaryDirectory() as tmp:
+        copy = Path(tmp) / name
+        shutil.copyfile(path, copy)
+        client.log_artifact(run_id, str(copy), folder or None)
 
 
 def log_dataset(client, run_id: str, summary: RunSummary) -> None:
