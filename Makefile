@@ -41,14 +41,14 @@ test-services:  ## install PostgreSQL, SLURM and chromium (Debian's packages) wh
 	else echo "error: PostgreSQL, SLURM or chromium is not installed and apt-get is missing; install postgresql (initdb, pg_ctl), slurm-wlm, munge and chromium, then run make test again"; exit 2; fi
 
 run: setup  ## set up, then run the default study (snakemake --cores all)
-	$(BIN)/snakemake --cores $(CORES) --keep-going $(SNAKEMAKE_ARGS)
+	$(BIN)/snakemake --workflow-profile workflow/profiles/local --cores $(CORES) $(SNAKEMAKE_ARGS)
 
 rerun: setup  ## run the study again on the same data (trainings redone): the scorecard gains a run of history
-	$(BIN)/snakemake --cores $(CORES) --keep-going --forcerun train $(SNAKEMAKE_ARGS)
+	$(BIN)/snakemake --workflow-profile workflow/profiles/local --cores $(CORES) --forcerun train $(SNAKEMAKE_ARGS)
 
 REPEATS ?= 3
 paper: setup  ## the default study with REPEATS (3) runs of every arm: each claim with its interval
-	$(BIN)/snakemake --cores $(CORES) --keep-going --config repeats=$(REPEATS) $(SNAKEMAKE_ARGS)
+	$(BIN)/snakemake --workflow-profile workflow/profiles/local --cores $(CORES) --config repeats=$(REPEATS) $(SNAKEMAKE_ARGS)
 
 # The suite runs on TEST_WORKERS pytest-xdist workers (2: on 2 cores half the suite's time is
 # spent waiting on services, snakemake and start-ups; the shared smoke study and the SLURM cluster
@@ -80,8 +80,17 @@ report: setup  ## snakemake's own self-contained HTML report of the last run
 lock:  ## re-pin requirements.lock from requirements.in (needs uv)
 	uv pip compile requirements.in -o requirements.lock --python-version 3.11
 
-clean:  ## delete every output but the MLflow store (results/mlflow: the study's history); the next run rebuilds them
+# Replaced runs (an arm trained again) are soft-deleted by MLflow; `mlflow gc` removes them and
+# their artifacts for good. A tracking server's store: run `mlflow gc --backend-store-uri <its
+# database>` with MLFLOW_TRACKING_URI set, where the server runs.
+MLFLOW_DB := results/mlflow/mlflow.db
+clean:  ## delete every output but the MLflow store (results/mlflow: the study's history; its deleted runs purged); the next run rebuilds them
 	rm -rf results/data results/runs results/report results/logs results/benchmarks .snakemake
+	@if [ -f $(MLFLOW_DB) ] && [ -x $(BIN)/mlflow ]; then \
+	  echo "mlflow gc: purging the store's deleted runs (replaced by a retrained arm)"; \
+	  $(BIN)/mlflow gc --backend-store-uri sqlite:///$(abspath $(MLFLOW_DB)); fi
+	@# MindSpore's dataset shared-memory files of ended trainings (older than an hour)
+	@find /tmp -maxdepth 1 -name 'dataset_ipc_*' -user $$(id -u) -mmin +60 -delete 2>/dev/null || true
 
 clean-history:  ## delete every output and the MLflow store too (the claims' history starts again)
 	rm -rf results/data results/runs results/report results/mlflow results/logs results/benchmarks .snakemake

@@ -37,6 +37,18 @@ def test_dry_run_plans_the_whole_study(tmp_path):
         assert any(line.split() == [rule, str(count)] for line in out.splitlines()), rule
 
 
+def test_make_run_uses_the_local_workflow_profile_and_track_init_runs_before_the_trainings(tmp_path):
+    makefile = (REPO / "Makefile").read_text()
+    run = makefile[makefile.index("\nrun: "):makefile.index("\nrerun: ")]
+    assert "--workflow-profile workflow/profiles/local" in run
+    result = snakemake("-n", "--workflow-profile", str(REPO / "workflow/profiles/local"), "--cores", "2",
+                       workdir=tmp_path)
+    assert result.returncode == 0, result.stderr
+    rules = (REPO / "workflow/rules/track.smk").read_text()
+    init = rules[rules.index("rule track_init"):rules.index("rule track_arm")]
+    assert "priority: 50" in init  # before any training: each opens its arm's live run under it
+
+
 def test_arms_selects_some_arms_of_the_study(tmp_path):
     result = snakemake("-n", "--cores", "2", "--config", "overrides=[size=smoke]",
                        "arms=[baseline,tuned]", workdir=tmp_path)
