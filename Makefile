@@ -16,7 +16,7 @@ $(STAMP): requirements.lock pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) not found; install Python 3.11 or run make PYTHON=/path/to/python3.11"; exit 2; }
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -r requirements.lock
+	$(BIN)/python -m pip install --quiet --require-hashes -r requirements.lock
 	$(BIN)/python -m pip install --quiet --no-deps -e .
 	touch $(STAMP)
 
@@ -77,8 +77,8 @@ schemas: setup  ## rewrite docs/schemas/ from the typed records (after changing 
 report: setup  ## snakemake's own self-contained HTML report of the last run
 	$(BIN)/snakemake --cores 1 --report results/report/snakemake_report.html
 
-lock:  ## re-pin requirements.lock from requirements.in (needs uv)
-	uv pip compile requirements.in -o requirements.lock --python-version 3.11
+lock:  ## re-pin requirements.lock (with hashes) from pyproject.toml's one dependency list (needs uv)
+	uv pip compile pyproject.toml --extra test -o requirements.lock --python-version 3.11 --generate-hashes
 
 # Replaced runs (an arm trained again) are soft-deleted by MLflow; `mlflow gc` removes them and
 # their artifacts for good. A tracking server's store: run `mlflow gc --backend-store-uri <its

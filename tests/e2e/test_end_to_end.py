@@ -233,11 +233,22 @@ def test_mlflow_holds_one_parent_and_one_child_per_arm(study):
         recorded = json.loads((study / "runs/seed_case" / child.data.tags["perfstudy.arm"]
                                / "mlflow_run.json").read_text())
         assert recorded["run_id"] == child.info.run_id
-        # the run spans the arm's training (compile to last step), not the logging after it
+        # the run was opened when the training started (perfstudy.present.live) and completed
+        # from the files by track_arm: it spans the training, not the logging after it
         steps = pd.read_csv(arm_dir / "steps.csv")
         summary = json.loads((arm_dir / "summary.json").read_text())
         first = steps["start_time_s"].min() - (summary["precompile_s"] or 0)
-        assert child.info.start_time == int(first * 1000)
+        live = json.loads((arm_dir / "mlflow_live.json").read_text())
+        assert live["run_id"] == child.info.run_id and live["status"] == "FINISHED"
+        assert recorded["adopted_live"] and child.data.tags["perfstudy.live"] == "1"
+        assert child.info.start_time <= int(first * 1000)
+        assert child.info.start_time >= int((first - summary["run_wall_s"]) * 1000)
+        assert "system/cpu_utilization_percentage" in child.data.metrics  # MLflow's system metrics
+        assert child.data.tags["mlflow.source.name"] == "scripts/train.py"
+        assert child.data.tags["mlflow.source.git.commit"] == summary["git_sha"]
+        assert child.data.metrics["resources_max_rss_mb"] == pytest.approx(summary["resources"]["max_rss_mb"])
+        assert child.data.metrics["job_max_rss_mb"] > 100  # Snakemake's benchmark of the job
+        assert {a.path for a in client.list_artifacts(child.info.run_id, "figures")} == {"figures/queues.png"}
         last = steps.iloc[-1]
         assert child.info.end_time == int((last["start_time_s"] + last["step_ms"] / 1e3) * 1000)
         assert child.info.end_time - child.info.start_time >= 1000 * summary["train_wall_s"] * 0.9
@@ -324,6 +335,16 @@ def test_the_prepared_arms_prove_the_remedy(study):
     assert {"prepared.csv", "prepared.json"} <= {a.path for a in client.list_artifacts(parent.info.run_id)}
 
 
+def test_no_log_of_the_study_carries_a_deprecation_warning(study):
+    logs = list((study / "logs").rglob("*.log"))
+    assert len(logs) >= 4 * len(ARMS)
+    found = [f"{log.name}: {line}" for log in logs for line in log.read_text(errors="replace").splitlines()
+             if "deprecat" in line.lower()]
+    assert not found, found[:5]
+    train_log = (study / "logs/train/seed_case/tuned.log").read_text()
+    assert "live MLflow run" in train_log and "peak memory" in train_log
+
+
 def test_snakemake_report_renders_the_registered_outputs(study):
     target = study / "snakemake_report.html"
     result = subprocess.run(
@@ -332,6 +353,9 @@ def test_snakemake_report_renders_the_registered_outputs(study):
         cwd=study, capture_output=True, text=True, timeout=600, env=env_without_mlflow())
     assert result.returncode == 0, result.stderr[-3000:]
     assert target.stat().st_size > 10_000
+    out = result.stdout + result.stderr
+    for figure in ["scaling.png", *(f"queues_{arm}.png" for arm in ARMS)]:  # every figure registered
+        assert f"Adding {figure}" in out, figure
 
 
 def test_rerunning_the_tracking_rules_makes_no_twins(study):

@@ -18,8 +18,11 @@ RESULTS = FLOW.results
 STUDY = FLOW.study
 CONF_FILES = sorted(str(p) for p in Path(workflow.basedir, "conf").rglob("*.yaml"))
 SCRIPTS = Path(workflow.basedir) / "scripts"
-# The interpreter snakemake runs in (the project's .venv), or the rule's conda env's.
-PYTHON = ("python" if DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method
+# The interpreter snakemake runs in (the project's .venv), or the rule's conda env's (which holds
+# the hashed lock; this checkout's package is found on PYTHONPATH: pip's hash-checking mode
+# cannot install a local folder beside a hashed lock).
+PYTHON = (f"env PYTHONPATH={Path(workflow.basedir) / 'src'} python"
+          if DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method
           else sys.executable)
 
 try:

@@ -8,9 +8,14 @@ specific is in this module. Two collectors, both optional (conf/profiler/):
   data_process option): per-operator output-queue sizes and CPU use sampled every
   `sampling_interval_ms`, and the iterator's wait for each batch. It is initialised
   before the pipeline is launched (MindData requires it) and collects in the window.
-* timeline: the op profiler over the same window. Only collection runs inside the
-  loop (start/stop cost ~20 ms); MindSpore's own analysis (~1 s) runs after training,
-  so no timed step pays for it.
+* timeline: the op profiler (`mindspore.profiler.profile`, MindSpore's current API; the older
+  `mindspore.Profiler` warns it is deprecated) from the window's first step. Its trace is
+  analysed when it stops (its `on_trace_ready`, `tensorboard_trace_handler`, ~1 s), so it is
+  stopped right after the training loop (`end_training`), never inside a timed step: with
+  placement "after" the window ends with the loop; "inline" traces ops to the loop's end (the
+  timeline is matched to the host's steps by time, perfstudy.measure.timeline). MindSpore's
+  offline `analyse(path)` cannot serve on CPU: it needs the profiler_info.json only its NPU
+  profiler writes.
 The window is `num_steps` extra steps after the measured ones, on a second pipeline
 launched after them with profiling initialised (placement "after", the default: with
 MindData profiling merely initialised before launch, the tuned arm's gap share rose from
@@ -155,12 +160,12 @@ class RunProfiler:
             self._ops = self._make_op_profiler()
 
     def _make_op_profiler(self):
-        import mindspore as ms
-        from mindspore.profiler import ProfilerActivity
+        from mindspore.profiler import ProfilerActivity, profile, tensorboard_trace_handler
 
-        # Profiler (not profile(...)): its analyse() can run after stop(), outside the loop.
-        return ms.Profiler(start_profile=False, output_path=str(self.dir / OPS_DIR),
-                           activities=[ProfilerActivity.CPU])
+        # analysed synchronously when it stops (end_training: after the loop, before timing ends)
+        return profile(activities=[ProfilerActivity.CPU], start_profile=False,
+                       on_trace_ready=tensorboard_trace_handler(dir_name=str(self.dir / OPS_DIR),
+                                                                analyse_flag=True, async_mode=False))
 
     def step_begin(self, index: int) -> None:
         """Start the collectors at the first step of the window."""
@@ -173,22 +178,27 @@ class RunProfiler:
             self._started_s = time.time()
 
     def step_end(self, index: int) -> None:
-        """Stop the collectors after the last step of the window."""
+        """Stop the dataset collector after the last step of the window (the op profiler stops,
+        and is analysed, after the loop: end_training)."""
         if self._active and index == self.window[1]:
             self._stop()
 
     def _stop(self) -> None:
-        if self._ops is not None:
-            self._ops.stop()
         if self._manager is not None:
             self._manager.stop()
         self._active = False
         self._stopped_s = time.time()
 
     def end_training(self) -> None:
-        """Stop every collector and save the dataset profile (the loop is over)."""
+        """Stop every collector, analyse the op trace and save the dataset profile (the loop is
+        over)."""
         if self._active:  # the loop ended early, e.g. on an exception
             self._stop()
+        if self._ops is not None:
+            started = time.perf_counter()
+            self._ops.stop()  # its on_trace_ready analyses the trace (writes trace_view.json)
+            self._analyse_s = time.perf_counter() - started
+            self._ops = None
         if self._manager is not None:
             target = self.dir / DATASET_DIR
             target.mkdir(parents=True, exist_ok=True)  # MindData wants an existing folder
@@ -196,12 +206,7 @@ class RunProfiler:
             self._manager = None
 
     def finish(self) -> ProfileMeta:
-        """Run MindSpore's op-profile analysis (writes trace_view.json) and profile.json."""
-        if self._ops is not None:
-            started = time.perf_counter()
-            self._ops.analyse()
-            self._analyse_s = time.perf_counter() - started
-            self._ops = None
+        """Write profile.json (what was collected, when, and the analysis' time)."""
         import mindspore as ms
 
         cfg = self.cfg
