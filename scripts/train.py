@@ -1,57 +1,34 @@
 #!/usr/bin/env python
-"""Train one arm and write its steps.csv and summary.json.
+"""Train one arm and write its steps.csv and summary.json: a Hydra app on conf/.
 
-By hand, with Hydra overrides (composed against conf/ and its schema):
+By hand (Hydra's own command line; the run folder is paths.run_dir):
     python scripts/train.py experiment=tuned trainer.steps=30
-    python scripts/train.py size=smoke experiment=baseline --print-config
-From the DAG, on a config already composed by the compose_config rule:
-    python scripts/train.py --run-config results/runs/seed_case/tuned/config.yaml \
-        --manifest results/data/photos16mp/manifest.json
+    python scripts/train.py size=smoke experiment=baseline --cfg job     # the config, nothing run
+    python scripts/train.py --help                                       # groups and options
+    python scripts/train.py -m size=smoke pipeline.num_parallel_workers=1,2   # two trainings,
+        # each in its own folder: <paths.results>/multirun/<time>/<job number>
+From the DAG, on the config the compose_config rule resolved (its folder is the run folder):
+    python scripts/train.py --config-path $PWD/results/runs/seed_case/tuned --config-name config \
+        ++paths.manifest=results/data/photos16mp/manifest.json \
+        hydra.run.dir=results/runs/seed_case/tuned hydra.output_subdir=null hydra/job_logging=none
 """
 
-import argparse
 import sys
 
-from omegaconf import OmegaConf
+import hydra
+from omegaconf import DictConfig
 
-from perfstudy.common import config
-from perfstudy.decide.analysis import propose
-from perfstudy.measure.profiling import ProfilerError
-from perfstudy.orchestrate.cli import main_guard, setup_logging
-from perfstudy.present import live
-from perfstudy.run import train
+from perfstudy.common.config import register_schema
+from perfstudy.orchestrate.train_app import precheck, train_job
+
+register_schema()  # conf/config.yaml's defaults start with the typed schema (run_schema)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("overrides", nargs="*", help="Hydra overrides, e.g. experiment=tuned")
-    parser.add_argument("--run-config", help="a resolved config.yaml (skips composing)")
-    parser.add_argument("--manifest", help="the dataset's manifest.json (default: make it)")
-    parser.add_argument("--print-config", action="store_true", help="print the config, exit")
-    parser.add_argument("--log-file", help="also write the log here")
-    args = parser.parse_args()
-    setup_logging(args.log_file)
-    if args.run_config:
-        cfg = config.load_run_config(args.run_config)
-    else:
-        cfg = config.compose_run_config(args.overrides)
-    if args.print_config:
-        print(OmegaConf.to_yaml(cfg))
-        return
-    # the arm's MLflow run, opened now and fed as the steps happen (None: no tracker to attach to)
-    opened = live.open_live(cfg, cfg.paths.run_dir)
-    if opened is None:  # the model (decide/) proposes the settings the training then measures
-        train.run(cfg, manifest_path=args.manifest, propose=propose)
-        return
-    live.end_on_signal(opened)
-    try:
-        train.run(cfg, manifest_path=args.manifest, propose=propose, on_step=opened.on_step)
-    except BaseException as exc:
-        opened.end(live.status_of(exc))
-        raise
-    opened.end(live.status_of(None))
+@hydra.main(version_base="1.3", config_path="../conf", config_name="config")
+def main(cfg: DictConfig) -> None:
+    train_job(cfg)
 
 
 if __name__ == "__main__":
-    sys.exit(main_guard(main, extra_errors=(train.DeviceError, ProfilerError)))
+    precheck(sys.argv[1:])  # a bad override: one sentence, before Hydra's own report
+    main()

@@ -92,6 +92,37 @@ def test_train_script_by_hand_reports_a_bad_key_in_one_line():
     assert result.stderr.startswith("error: Unknown config key")
 
 
+def test_train_script_is_a_hydra_app_that_prints_its_config_and_help(tmp_path):
+    import yaml
+
+    job = subprocess.run([PYTHON, str(REPO / "scripts/train.py"), "size=smoke", "experiment=tuned",
+                          f"paths.results={tmp_path}", "--cfg", "job"],
+                         capture_output=True, text=True, timeout=120)
+    assert job.returncode == 0, job.stderr[-2000:]
+    shown = yaml.safe_load(job.stdout)
+    assert shown["pipeline"]["num_parallel_workers"] == 12 and shown["size"] == "smoke"
+    assert shown["trainer"]["mode"] == "graph"  # an Enum field, shown as its value
+    assert not (tmp_path / "runs").exists()  # nothing run
+    shown_help = subprocess.run([PYTHON, str(REPO / "scripts/train.py"), "--help"],
+                                capture_output=True, text=True, timeout=120)
+    assert shown_help.returncode == 0
+    assert "== Configuration groups ==" in shown_help.stdout
+    assert "profiler: full, light, off" in shown_help.stdout
+
+
+@pytest.mark.parametrize("override, said", [
+    ("trainer.mode=eager",
+     "Bad value for config key 'trainer.mode': Invalid value 'eager', expected one of [graph, pynative]"),
+    ("profiler.placement=before", "Bad value for config key 'profiler.placement'"),
+    ("model=resnet5", "Unknown option 'resnet5' for config group 'model'; use one of"),
+])
+def test_train_script_refuses_a_bad_choice_in_one_sentence(override, said):
+    result = subprocess.run([PYTHON, str(REPO / "scripts/train.py"), override],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2
+    assert result.stderr.strip().count("\n") == 0 and said in result.stderr
+
+
 def test_a_device_this_mindspore_cannot_use_is_one_sentence(tmp_path):
     result = subprocess.run([PYTHON, str(REPO / "scripts/train.py"), "size=smoke",
                              "trainer.device_target=Ascend", f"paths.results={tmp_path}"],

@@ -11,6 +11,7 @@ rule train:
     params:
         python=PYTHON,
         script=SCRIPTS / "train.py",
+        run_dir=lambda w: Path(f"{RESULTS}/runs/{w.study}/{w.arm}").resolve(),
     log:
         f"{RESULTS}/logs/train/{{study}}/{{arm}}.log",
     benchmark:
@@ -20,6 +21,7 @@ rule train:
         mem_mb=3000,
     conda:
         "../envs/perfstudy.yaml"
-    shell:
-        "{params.python} {params.script} --run-config {input.config} --manifest {input.manifest} "
-        "2> {log}"
+    shell:  # Hydra's app on the config compose_config resolved: its folder is the run folder
+        "{params.python} {params.script} --config-path {params.run_dir} --config-name config "
+        "++paths.manifest={input.manifest} hydra.run.dir={params.run_dir} hydra.output_subdir=null "
+        "hydra/job_logging=none hydra/hydra_logging=none 2> {log}"

@@ -14,14 +14,14 @@ from typing import Any
 
 from hydra import compose, initialize_config_dir
 from hydra.core.config_store import ConfigStore
-from hydra.errors import HydraException
+from hydra.errors import HydraException, MissingConfigException
 from omegaconf import DictConfig, OmegaConf
-from omegaconf.errors import ConfigKeyError, OmegaConfBaseException
+from omegaconf.errors import ConfigAttributeError, ConfigKeyError, OmegaConfBaseException
 
 from perfstudy.common.config_schema import DataConfig, RunConfig
 
 CONF_DIR = Path(__file__).resolve().parents[3] / "conf"
-__all__ = ["CONF_DIR", "ConfigError", "DataConfig", "compose_run_config", "config_hash", "flatten",
+__all__ = ["CONF_DIR", "ConfigError", "DataConfig", "checked", "compose_run_config", "config_hash", "flatten",
            "load_run_config", "to_container", "validate"]
 
 
@@ -29,14 +29,6 @@ class ConfigError(ValueError):
     """A user-caused configuration problem, phrased as one sentence with the fix."""
 
 
-_CHOICES = {
-    "trainer.device_target": ("CPU", "GPU", "Ascend"),
-    "trainer.mode": ("graph", "pynative"),
-    "optimizer.name": ("momentum",),
-    "optimizer.schedule": ("constant", "cosine", "step"),
-    "profiler.name": ("off", "light", "full"),
-    "profiler.placement": ("after", "inline"),
-}
 _POSITIVE = (
     "repeat",
     "data.num_images", "data.num_classes", "data.image_width", "data.image_height",
@@ -52,38 +44,27 @@ def register_schema() -> None:
 
 
 def _one_sentence(exc: BaseException) -> str:
-    """Hydra/OmegaConf's multi-line errors -> one sentence that names the key and the fix."""
+    """Hydra/OmegaConf's errors -> one sentence that names the key and the fix, read from the
+    exceptions' types and attributes (Hydra's MissingConfigException.options, OmegaConf's
+    full_key), never from their wording; only the reason shown is OmegaConf's first line."""
     cause = exc.__cause__ or exc
-    lines = str(cause).strip().splitlines()
-    first = lines[0].rstrip(".") if lines else type(cause).__name__
-    full_key = next((ln.split(":", 1)[1].strip() for ln in lines
-                     if ln.strip().startswith("full_key:")), "")
-    if "Could not find '" in first and "Available options in '" in str(cause):
-        group = str(cause).split("Available options in '", 1)[1].split("'", 1)[0]
-        option = first.split("Could not find '", 1)[1].split("'", 1)[0].split("/")[-1]
-        options = []  # the indented lines right after the header (Hydra lists its search path after)
-        for line in str(cause).split("Available options in", 1)[1].splitlines()[1:]:
-            if not line.startswith("\t"):
-                break
-            options.append(line.strip())
+    if isinstance(exc, MissingConfigException) and exc.options is not None and exc.missing_cfg_file:
+        group, _, option = str(exc.missing_cfg_file).rpartition("/")
         return (f"Unknown option '{option}' for config group '{group}'; use one of "
-                f"{', '.join(options)}.")
-    if isinstance(cause, ConfigKeyError) or "not in struct" in first or (
-            first.startswith("Key '") and " not in " in first):
-        return (f"Unknown config key '{full_key or first}': check its spelling against "
-                "src/perfstudy/common/config.py, or print the valid keys with "
-                "`python scripts/train.py --print-config`.")
+                f"{', '.join(sorted(exc.options))}.")
+    full_key = str(getattr(cause, "full_key", "") or "")
+    if isinstance(cause, (ConfigKeyError, ConfigAttributeError)):
+        return (f"Unknown config key '{full_key or cause}': check its spelling against "
+                "src/perfstudy/common/config_schema.py, or print the valid keys with "
+                "`python scripts/train.py --cfg job`.")
+    reason = (str(getattr(cause, "msg", "") or cause).strip().splitlines() or [type(cause).__name__])[0]
     if full_key:
-        return f"Bad value for config key '{full_key}': {first}; fix it in conf/ or in the override."
-    return f"The configuration could not be composed: {first}."
+        return f"Bad value for config key '{full_key}': {reason.rstrip('.')}; fix it in conf/ or in the override."
+    return f"The configuration could not be composed: {reason.rstrip('.')}."
 
 
 def validate(cfg: DictConfig) -> None:
     """Check value ranges that types alone cannot express; raise ConfigError."""
-    for key, allowed in _CHOICES.items():
-        value = OmegaConf.select(cfg, key)
-        if value not in allowed:
-            raise ConfigError(f"Config key '{key}' is {value!r}; use one of {', '.join(allowed)}.")
     for key in _POSITIVE:
         value = OmegaConf.select(cfg, key)
         if value is None or value <= 0:
@@ -242,14 +223,23 @@ def compose_run_config(overrides: list[str] | tuple[str, ...] = (), *,
     try:
         with initialize_config_dir(config_dir=str(config_dir), version_base="1.3"):
             cfg = compose(config_name="config", overrides=open_overrides(overrides))
-        OmegaConf.resolve(cfg)
-        # `+key=value` can add keys Hydra lets through; the schema must still hold them all.
-        OmegaConf.merge(OmegaConf.structured(RunConfig),
-                        OmegaConf.create(OmegaConf.to_container(cfg)))
     except (HydraException, OmegaConfBaseException) as exc:
         raise ConfigError(_one_sentence(exc)) from None
-    validate(cfg)
-    return cfg
+    return checked(cfg)
+
+
+def checked(cfg: DictConfig) -> DictConfig:
+    """A composed config (compose API, or the one @hydra.main hands scripts/train.py) resolved,
+    typed by the schema and range-checked; ConfigError with one sentence otherwise."""
+    try:
+        OmegaConf.resolve(cfg)
+        # `+key=value` can add keys Hydra lets through; the schema must still hold them all.
+        typed = OmegaConf.merge(OmegaConf.structured(RunConfig),
+                                OmegaConf.create(OmegaConf.to_container(cfg)))
+    except (HydraException, OmegaConfBaseException) as exc:
+        raise ConfigError(_one_sentence(exc)) from None
+    validate(typed)
+    return typed
 
 
 def load_run_config(path: str | Path) -> DictConfig:
@@ -267,7 +257,7 @@ def load_run_config(path: str | Path) -> DictConfig:
 
 def to_container(cfg: DictConfig) -> dict[str, Any]:
     """Plain, resolved dict of a config."""
-    return OmegaConf.to_container(cfg, resolve=True)  # type: ignore[return-value]
+    return OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)  # type: ignore[return-value]
 
 
 # Keys that say where a run writes, not what it computes: left out of the hash so the

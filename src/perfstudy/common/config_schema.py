@@ -6,7 +6,43 @@ is composed, before any work starts."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any, Optional
+
+
+# The choice keys, as enums OmegaConf checks when a config is composed or loaded (a value not
+# among them fails with the key and the choices). StrEnum: each member is its value, so code,
+# config.yaml and JSON read "graph", not Mode.graph.
+class DeviceTarget(StrEnum):
+    CPU = "CPU"
+    GPU = "GPU"
+    Ascend = "Ascend"
+
+
+class Mode(StrEnum):
+    graph = "graph"
+    pynative = "pynative"
+
+
+class OptimizerName(StrEnum):
+    momentum = "momentum"
+
+
+class Schedule(StrEnum):
+    constant = "constant"
+    cosine = "cosine"
+    step = "step"
+
+
+class ProfilerName(StrEnum):
+    off = "off"
+    light = "light"
+    full = "full"
+
+
+class Placement(StrEnum):
+    after = "after"
+    inline = "inline"
 
 
 @dataclass
@@ -112,11 +148,11 @@ class PipelineConfig:
 class OptimizerConfig:
     """Momentum SGD with a learning-rate schedule."""
 
-    name: str = "momentum"
+    name: OptimizerName = OptimizerName.momentum
     lr: float = 0.001
     momentum: float = 0.9
     weight_decay: float = 1e-4
-    schedule: str = "cosine"  # constant | cosine | step
+    schedule: Schedule = Schedule.cosine
     warmup_steps: int = 0  # linear lr warm-up (optimizer warm-up, not timing warm-up)
     step_gamma: float = 0.1
     step_every: int = 10
@@ -128,8 +164,8 @@ class TrainerConfig:
     """How long to train and which steps the timing summary leaves out."""
 
     steps: int = 30
-    device_target: str = "CPU"  # CPU | GPU | Ascend
-    mode: str = "graph"  # graph | pynative
+    device_target: DeviceTarget = DeviceTarget.CPU
+    mode: Mode = Mode.graph
     seed: int = 1
     # Compile the graphs on a synthetic batch before the pipeline starts, so its queues do
     # not fill during the compile. false reproduces the article's behaviour (the drain
@@ -147,7 +183,7 @@ class TrainerConfig:
 class ProfilerConfig:
     """What is profiled besides the host step timers (see conf/profiler/*.yaml)."""
 
-    name: str = "off"  # off | light | full
+    name: ProfilerName = ProfilerName.off
     # MindData (dataset) profiling: per-operator queue sizes, CPU, the iterator's waits.
     dataset: bool = False
     # MindSpore's op profiler: the kernel timeline, exported as a Chrome trace.
@@ -157,7 +193,7 @@ class ProfilerConfig:
     # (the profilers take CPU from the pipeline: docs/lab-notes.md#profile-after); the
     # report compares the two windows. "inline": profile the measured steps themselves,
     # from start_step (None: the first step after warm-up) for num_steps (0: to the end).
-    placement: str = "after"
+    placement: Placement = Placement.after
     start_step: Optional[int] = None
     num_steps: int = 8
     # MindData's sampling interval (ms). 1000 costs nothing measurable; 100 costs ~10 %.
@@ -243,6 +279,8 @@ class PathsConfig:
     results: str = "results"
     data_root: str = "${paths.results}/data"
     run_dir: str = "${paths.results}/runs/${study}/${run}"
+    # the dataset's manifest.json (the DAG's make_dataset made it); None: made or found from data
+    manifest: Optional[str] = None
 
 
 @dataclass
