@@ -24,11 +24,13 @@ from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from perfstudy.common import config
 from perfstudy.common.thresholds import pct
 from perfstudy.data import sources
 from perfstudy.orchestrate.cli import UserError, main_guard, setup_logging
+from perfstudy.present.document import md_table
 from perfstudy.run import decision_benchmark as bench
 from perfstudy.run import pipeline, train, verify
 from perfstudy.run.step import TrainStep
@@ -37,16 +39,16 @@ log = logging.getLogger("decision_benchmark")
 
 
 def markdown(rows: list[dict], size: str, plain_ms: float) -> str:
-    lines = [f"| {size} (plain step {plain_ms:.0f} ms) | comparisons | faster | slower | equivalent "
-             "| inconclusive | rounds (median) | gain measured (pooled, 95 %) |",
-             "|---|---|---|---|---|---|---|---|"]
-    for r in rows:
-        name = "A/A" if r["effect"] == 0 else f"reference slowed by {pct(r['effect'])}"
-        lines.append(f"| {name} | {r['comparisons']} | {pct(r['faster'])} | {pct(r['slower'])} | "
-                     f"{pct(r['equivalent'])} | {pct(r['inconclusive'])} | {r['rounds_median']:.0f} | "
-                     f"{pct(r['measured_gain'], 1, signed=True)} ({pct(r['measured_gain_low'], 1)} "
-                     f"to {pct(r['measured_gain_high'], 1)}) |")
-    return "\n".join(lines)
+    """The calibration table (pandas' to_markdown)."""
+    table = pd.DataFrame([{
+        f"{size} (plain step {plain_ms:.0f} ms)": "A/A" if r["effect"] == 0
+        else f"reference slowed by {pct(r['effect'])}",
+        "comparisons": r["comparisons"], "faster": pct(r["faster"]), "slower": pct(r["slower"]),
+        "equivalent": pct(r["equivalent"]), "inconclusive": pct(r["inconclusive"]),
+        "rounds (median)": f"{r['rounds_median']:.0f}",
+        "gain measured (pooled, 95 %)": f"{pct(r['measured_gain'], 1, signed=True)} "
+        f"({pct(r['measured_gain_low'], 1)} to {pct(r['measured_gain_high'], 1)})"} for r in rows])
+    return md_table(table)
 
 
 def combined(paths: list[str]) -> str:

@@ -96,12 +96,3 @@ def _margin(claim: dict[str, Any], value: float) -> float:
 def _delta(value: float, kind: str) -> str:
     return f"{100 * value:.1f} points" if kind == "percent" else f"{value:.2f}" + ("x" if kind == "times" else "")
 
-
-def markdown(card: Scorecard) -> str:
-    """The scorecard as a Markdown table (the parent MLflow run's description)."""
-    rows = ["| claim | published | measured | check | result | across runs |",
-            "|---|---|---|---|---|---|"]
-    for r in card.claims:
-        rows.append(f"| {r.claim} ({r.arm}) | {r.published_text} | {r.measured_text} | "
-                    f"{r.check} | {r.result} | {r.history.text if r.history else '-'} |")
-    return f"**{card.headline}**\n\n" + "\n".join(rows)

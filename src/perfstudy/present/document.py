@@ -1,36 +1,16 @@
-"""The report as one document, written twice: Markdown and a self-contained HTML page."""
+"""The report as one document, written twice: Markdown and a self-contained HTML page, each from
+a jinja2 template (present/templates/), its tables from pandas (to_markdown, Styler)."""
 
 from __future__ import annotations
 
 import base64
-import html
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
-
-
-def _md_table(frame: pd.DataFrame) -> str:
-    head = "| " + " | ".join(frame.columns) + " |"
-    rule = "|" + "---|" * len(frame.columns)
-    body = ["| " + " | ".join(str(v) for v in row) + " |" for row in frame.itertuples(index=False)]
-    return "\n".join([head, rule, *body])
-
-
-def _html_table(frame: pd.DataFrame, css: str = "") -> str:
-    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in frame.columns)
-    body = "".join("<tr>" + "".join(_cell(v) for v in row) + "</tr>"
-                   for row in frame.itertuples(index=False))
-    attr = f" class='{css}'" if css else ""
-    return f"<table{attr}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-
-
-def _cell(value: Any) -> str:
-    """A table cell; a claim's result coloured (holds / does not hold / not scored)."""
-    css = RESULT_CLASS.get(value) if isinstance(value, str) else None
-    attr = f" class='{css}'" if css else ""
-    return f"<td{attr}>{html.escape(str(value))}</td>"
-
+from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
+from markupsafe import Markup
+from pandas.io.formats.style import Styler
 
 RESULT_CLASS = {"holds": "pass", "does not hold": "fail", "inconclusive": "unsure", "not scored": "na",
                 "holds, fragile": "unsure", "does not hold, fragile": "unsure",
@@ -51,68 +31,87 @@ STYLE = ("body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0
          "table.scorecard td:last-child{color:#555;font-size:90%}")
 
 
+@dataclass(frozen=True)
+class Block:
+    """One part of the report, in order: the templates (templates/report.{html,md}.j2) draw it
+    by its kind: title, lead, heading, section (lines or a table; open or collapsed), verdicts,
+    figure, footer."""
+
+    kind: str
+    text: str = ""
+    title: str = ""
+    lines: list[str] | None = None
+    table: pd.DataFrame | None = None
+    collapsed: bool = False
+    note: str | None = None
+    css: str = ""
+    items: list[tuple[str, str | None]] = field(default_factory=list)
+    name: str = ""
+    encoded: str = ""
+    open: bool = False
+
+
+def md_table(frame: pd.DataFrame) -> str:
+    """A Markdown table (pandas, through tabulate)."""
+    return frame.astype(str).to_markdown(index=False)
+
+
+def html_table(frame: pd.DataFrame, css: str = "", number: int = 0) -> Markup:
+    """An HTML table (pandas' Styler): cells escaped, a claim's result cell classed (pass, fail,
+    unsure, na) for its colour; ids fixed by the table's place, so the page is reproducible."""
+    classes = frame.map(lambda v: RESULT_CLASS.get(v, "") if isinstance(v, str) else "")
+    styler = (Styler(frame.astype(str), cell_ids=False, uuid=f"t{number}").hide(axis="index")
+              .format(escape="html").set_td_classes(classes))
+    if css:
+        styler = styler.set_table_attributes(f'class="{css}"')
+    return Markup(styler.to_html())
+
+
+def _environment() -> Environment:
+    env = Environment(loader=PackageLoader("perfstudy.present", "templates"),
+                      autoescape=select_autoescape(["html.j2"]), keep_trailing_newline=True,
+                      undefined=StrictUndefined)
+    env.filters["md_table"] = md_table
+    env.filters["html_table"] = html_table
+    return env
+
+
 class Document:
-    """The report as Markdown and as one self-contained HTML page (images inlined)."""
+    """The report as Markdown and as one self-contained HTML page (images inlined): the blocks
+    added in order, drawn by two jinja2 templates."""
 
     def __init__(self, title: str) -> None:
-        self.md = [f"# {title}", ""]
-        self.body = [f"<h1>{html.escape(title)}</h1>"]
+        self.title = title
+        self.blocks = [Block("title", text=title)]
 
     def lead(self, text: str | None) -> None:
         if text:
-            self.md += [f"**{text}**", ""]
-            self.body.append(f"<p class='lead'>{html.escape(text)}</p>")
+            self.blocks.append(Block("lead", text=text))
 
     def heading(self, title: str) -> None:
-        self.md += [f"## {title}", ""]
-        self.body.append(f"<h2>{html.escape(title)}</h2>")
+        self.blocks.append(Block("heading", text=title))
 
     def section(self, title: str, content: list[str] | pd.DataFrame, *, collapsed: bool = False,
                 note: str | None = None, css: str = "") -> None:
-        self.md += [f"{'###' if collapsed else '##'} {title}", ""]
-        inner = f"<p class='note'>{html.escape(note)}</p>" if note else ""
-        if note:
-            self.md += [f"_{note}_", ""]
-        if isinstance(content, list):
-            self.md += [f"- {line}" for line in content] + [""]
-            inner += "<ul>" + "".join(f"<li>{html.escape(line)}</li>" for line in content) + "</ul>"
-        else:
-            self.md += [_md_table(content), ""]
-            inner += _html_table(content, css)
-        self.body.append(f"<details><summary>{html.escape(title)}</summary>{inner}</details>"
-                         if collapsed else f"<h2>{html.escape(title)}</h2>{inner}")
+        lines, table = (content, None) if isinstance(content, list) else (None, content)
+        self.blocks.append(Block("section", title=title, lines=lines, table=table,
+                                 collapsed=collapsed, note=note, css=css))
 
     def verdicts(self, title: str, items: list[tuple[str, str | None]]) -> None:
         """One line per arm, its reasoning one click away (<details class='why'>; in Markdown, the
         line's sub-item)."""
-        self.md += [f"## {title}", ""]
-        inner = []
-        for line, why in items:
-            self.md.append(f"- {line}")
-            if why:
-                self.md.append(f"  - why: {why}")
-            inner.append(f"<li>{html.escape(line)}" + (
-                f"<details class='why'><summary>why</summary>{html.escape(why)}</details>" if why else "")
-                + "</li>")
-        self.md.append("")
-        self.body.append(f"<h2>{html.escape(title)}</h2><ul>{''.join(inner)}</ul>")
+        self.blocks.append(Block("verdicts", title=title, items=list(items)))
 
     def figure(self, title: str, path: Path, *, open_: bool = False) -> None:
-        self.md += [f"{'##' if open_ else '###'} {title}", "", f"![{title}](figures/{path.name})", ""]
-        encoded = base64.b64encode(path.read_bytes()).decode()
-        img = (f"<figure><img alt='{html.escape(title)}' src='data:image/png;base64,{encoded}'>"
-               f"<figcaption>{html.escape(title)}</figcaption></figure>")
-        self.body.append(f"<h2>{html.escape(title)}</h2>{img}" if open_ else
-                         f"<details><summary>Figure: {html.escape(title)}</summary>{img}</details>")
+        self.blocks.append(Block("figure", title=title, name=path.name, open=open_,
+                                 encoded=base64.b64encode(path.read_bytes()).decode()))
 
     def footer(self, text: str) -> None:
-        self.md += ["---", text, ""]
-        self.body.append(f"<footer><hr><p>{html.escape(text)}</p></footer>")
+        self.blocks.append(Block("footer", text=text))
 
     def markdown(self) -> str:
-        return "\n".join(self.md)
+        return _environment().get_template("report.md.j2").render(blocks=self.blocks)
 
     def html(self, title: str) -> str:
-        return (f"<!doctype html><html lang='en'><head><meta charset='utf-8'>"
-                f"<title>{html.escape(title)}</title><style>{STYLE}</style></head>"
-                f"<body>{''.join(self.body)}</body></html>\n")
+        return _environment().get_template("report.html.j2").render(
+            blocks=self.blocks, title=title, style=STYLE) + "\n"

@@ -58,12 +58,20 @@ def run_description(summary: RunSummary, diagnosis: Diagnosis | None) -> str:
             f"**Recommendation:** {diagnosis.recommendation.sentence}\n\n{numbers}")
 
 
+def scorecard_markdown(card: Scorecard) -> str:
+    """The scorecard as a Markdown table under its headline (the parent run's description)."""
+    from perfstudy.present.document import md_table
+
+    rows = pd.DataFrame([{"claim": f"{r.claim} ({r.arm})", "published": r.published_text,
+                          "measured": r.measured_text, "check": r.check, "result": r.result,
+                          "across runs": r.history.text if r.history else "-"} for r in card.claims])
+    return f"**{card.headline}**\n\n" + md_table(rows)
+
+
 def scorecard_tags(card: Scorecard) -> dict[str, str]:
     """The study's claims as parent-run tags (one per claim) and its description (the table)."""
-    from perfstudy.decide.scorecard import markdown
-
     tags = {f"{TAG}claims": card.headline,
-            "mlflow.note.content": (markdown(card) if card.claims else card.headline)
+            "mlflow.note.content": (scorecard_markdown(card) if card.claims else card.headline)
             + "\n\nThe whole report: the artifact report.html."}
     for claim in card.claims:
         tags[f"{TAG}claim.{claim.id}"] = (f"{claim.result}: {claim.measured_text} ({claim.check})"
