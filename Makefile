@@ -88,7 +88,7 @@ clean:  ## delete every output but the MLflow store (results/mlflow: the study's
 	rm -rf results/data results/runs results/report results/logs results/benchmarks .snakemake
 	@if [ -f $(MLFLOW_DB) ] && [ -x $(BIN)/mlflow ]; then \
 	  echo "mlflow gc: purging the store's deleted runs (replaced by a retrained arm)"; \
-	  $(BIN)/mlflow gc --backend-store-uri sqlite:///$(abspath $(MLFLOW_DB)); fi
+	  MLFLOW_TRACKING_URI=sqlite:///$(abspath $(MLFLOW_DB)) $(BIN)/mlflow gc --backend-store-uri sqlite:///$(abspath $(MLFLOW_DB)); fi
 	@# MindSpore's dataset shared-memory files of ended trainings (older than an hour)
 	@find /tmp -maxdepth 1 -name 'dataset_ipc_*' -user $$(id -u) -mmin +60 -delete 2>/dev/null || true
 

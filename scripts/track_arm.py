@@ -32,8 +32,9 @@ def main() -> None:
     parser.add_argument("--benchmark", help="Snakemake's benchmark file of the arm's training job "
                         "(its whole process tree's peak memory and CPU time)")
     parser.add_argument("--figure", action="append", default=[], metavar="NAME=PATH",
-                        help="an arm figure, logged as figures/NAME (the same NAME in every arm's "
-                        "run, so MLflow's Compare sets them side by side)")
+                        help="an arm figure, logged as NAME at the run's top level (the same NAME "
+                        "in every arm's run: MLflow's Compare sets its common top-level files side "
+                        "by side)")
     parser.add_argument("--study-receipt", help="the study's tracking receipt "
                         "(report/<study>/mlflow_study.json), void while this arm's run changes")
     args = parser.parse_args()
@@ -80,14 +81,14 @@ def main() -> None:
 
 
 def _figures(given: list[str]) -> dict[str, Path]:
-    """--figure NAME=PATH arguments -> {figures/NAME: PATH} for the files that exist."""
+    """--figure NAME=PATH arguments -> {NAME: PATH} for the files that exist."""
     found = {}
     for item in given:
         name, _, path = item.partition("=")
         if not path:
             raise ValueError(f"--figure {item!r}: use NAME=PATH")
         if Path(path).is_file():
-            found[f"figures/{name}"] = Path(path)
+            found[name] = Path(path)
     return found
 
 

@@ -248,10 +248,10 @@ def test_mlflow_holds_one_parent_and_one_child_per_arm(study):
         assert child.data.tags["mlflow.source.git.commit"] == summary["git_sha"]
         assert child.data.metrics["resources_max_rss_mb"] == pytest.approx(summary["resources"]["max_rss_mb"])
         assert child.data.metrics["job_max_rss_mb"] > 100  # Snakemake's benchmark of the job
-        assert {a.path for a in client.list_artifacts(child.info.run_id, "figures")} == {"figures/queues.png"}
-        last = steps.iloc[-1]
-        assert child.info.end_time == int((last["start_time_s"] + last["step_ms"] / 1e3) * 1000)
-        assert child.info.end_time - child.info.start_time >= 1000 * summary["train_wall_s"] * 0.9
+        assert "queues.png" in artifacts  # top level, the same name in every arm: Compare shows them
+        last = steps.iloc[-1]  # it ended with the training process (the verification after the steps)
+        assert child.info.end_time >= int((last["start_time_s"] + last["step_ms"] / 1e3) * 1000)
+        assert child.info.end_time - child.info.start_time >= 1000 * summary["run_wall_s"] * 0.9
         description = child.data.tags["mlflow.note.content"]
         assert description.startswith(f"**{child.data.tags['perfstudy.verdict']}.**")
         assert child.data.tags["perfstudy.recommendation"] in description

@@ -1,6 +1,7 @@
 """The Snakemake workflow: lint, a full dry run, and its errors for bad settings."""
 
 import subprocess
+from pathlib import Path
 
 import pytest
 from conftest import PYTHON, REPO, RUFF, SNAKEMAKE, env_without_mlflow
@@ -47,6 +48,24 @@ def test_make_run_uses_the_local_workflow_profile_and_track_init_runs_before_the
     rules = (REPO / "workflow/rules/track.smk").read_text()
     init = rules[rules.index("rule track_init"):rules.index("rule track_arm")]
     assert "priority: 50" in init  # before any training: each opens its arm's live run under it
+
+
+def test_make_clean_purges_the_stores_deleted_runs_and_keeps_the_rest(tmp_path):
+    from mlflow.entities import ViewType
+    from mlflow.tracking import MlflowClient
+
+    db = tmp_path / "results" / "mlflow" / "mlflow.db"
+    db.parent.mkdir(parents=True)
+    client = MlflowClient(f"sqlite:///{db}")
+    experiment = client.create_experiment("perfstudy/s")
+    kept, replaced = (client.create_run(experiment).info.run_id for _ in range(2))
+    client.delete_run(replaced)  # as tracking.log_arm does with an arm's retrained run
+    (tmp_path / "results" / "runs").mkdir()
+    result = subprocess.run(["make", "-f", str(REPO / "Makefile"), "clean", f"BIN={Path(PYTHON).parent}"],
+                            cwd=tmp_path, capture_output=True, text=True, timeout=300, env=env_without_mlflow())
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert not (tmp_path / "results" / "runs").exists() and db.is_file()
+    assert [r.info.run_id for r in client.search_runs([experiment], run_view_type=ViewType.ALL)] == [kept]
 
 
 def test_arms_selects_some_arms_of_the_study(tmp_path):

@@ -112,6 +112,8 @@ def log_arm(client, experiment_id: str, parent_run_id: str, *, study: str, arm: 
     except BaseException:
         client.set_terminated(run_id, status="FAILED")
         raise
+    if run_id == live_run_id:  # the live run ended with its training process (verification included)
+        end_ms = max(end_ms, client.get_run(run_id).info.end_time or 0)
     client.set_terminated(run_id, status="FINISHED", end_time=end_ms)
     return {"run_id": run_id, "created": not same, "replaced": replaced, "adopted_live": adopted}
 
