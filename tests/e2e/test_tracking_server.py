@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import REPO, SNAKEMAKE, env_without_mlflow
+from conftest import REPO, SNAKEMAKE, env_without_mlflow, gate_overrides
 from servers import MlflowServer, Postgres
 
 pytestmark = pytest.mark.slow
@@ -157,3 +157,52 @@ def test_study_on_a_postgres_backed_server_survives_it_being_down_and_a_killed_u
     card = json.loads((out / "report" / STUDY / "scorecard.json").read_text())
     assert card["history"] == {**card["history"], "runs": 2, "error": None}
     assert all(c["history"]["runs"] == 2 for c in card["claims"] if c["result"] != "not scored")
+
+
+def test_a_server_gone_mid_training_loses_nothing_and_the_run_is_completed_later(server, tmp_path):
+    """The training's live run is on the server; the server goes away while the training waits
+    at a gate; the training finishes anyway; with the server back, track_arm completes the same
+    run from the files: every step once, FINISHED."""
+    from mlflow.tracking import MlflowClient
+
+    if server.process is None or server.process.poll() is not None:
+        server.start()
+    out = tmp_path / "study"
+    out.mkdir()
+    overrides = ",".join(["size=smoke", "verify.candidates=0", "tracking.live_interval_s=0.5",
+                          "tracking.system_metrics_interval_s=1", *gate_overrides(out / "gate_open")])
+    command = [SNAKEMAKE, "-s", str(REPO / "Snakefile"), "-d", str(out), "--cores", "2", "--keep-going",
+               "--config", f"results={out}", f"overrides=[{overrides}]", "arms=[baseline]"]
+    env = {**env_without_mlflow(), "MLFLOW_TRACKING_URI": server.uri}
+    job = subprocess.Popen(command, cwd=out, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    client = MlflowClient(server.uri)
+    receipt = out / "runs" / STUDY / "baseline" / "mlflow_live.json"
+    run_id, deadline = None, time.time() + 600  # a bound on start-up only: the training waits
+    while time.time() < deadline and job.poll() is None:
+        if receipt.is_file():
+            run_id = json.loads(receipt.read_text())["run_id"]
+            if len(client.get_metric_history(run_id, "step/step_ms")) >= 3:
+                break
+        time.sleep(0.5)
+    assert run_id is not None and job.poll() is None, job.communicate()[0][-3000:]
+    server.stop()  # gone mid-training
+    (out / "gate_open").touch()
+    output = job.communicate(timeout=600)[0]
+    assert job.returncode != 0  # the tracking jobs could not log
+    assert (out / "runs" / STUDY / "baseline" / "summary.json").is_file(), output[-3000:]  # trained
+    left = json.loads(receipt.read_text())
+    assert left["run_id"] == run_id and left["status"] == "FINISHED" and left["logged_through_step"] >= 2
+    trained = (out / "runs" / STUDY / "baseline" / "steps.csv").stat().st_mtime
+
+    server.start()
+    again = subprocess.run(command, cwd=out, capture_output=True, text=True, timeout=900, env=env)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert (out / "runs" / STUDY / "baseline" / "steps.csv").stat().st_mtime == trained  # not retrained
+    instance = (out / "runs" / STUDY / "instance_id").read_text().strip()
+    experiment = client.get_experiment_by_name(f"perfstudy/{STUDY}")
+    mine = client.search_runs([experiment.experiment_id], "tags.`perfstudy.role` = 'arm' and "
+                              f"tags.`perfstudy.instance` = '{instance}'")
+    assert [r.info.run_id for r in mine] == [run_id]  # the same run, no twin
+    assert mine[0].info.status == "FINISHED"
+    steps = [m.step for m in client.get_metric_history(run_id, "step/step_ms")]
+    assert sorted(steps) == list(range(13))  # every step, once
