@@ -4,6 +4,7 @@ a jinja2 template (present/templates/), its tables from pandas (to_markdown, Sty
 from __future__ import annotations
 
 import base64
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -52,8 +53,13 @@ class Block:
 
 
 def md_table(frame: pd.DataFrame) -> str:
-    """A Markdown table (pandas, through tabulate)."""
-    return frame.astype(str).to_markdown(index=False)
+    """A Markdown table (pandas, through tabulate), its column padding dropped: one row per line
+    as short as its cells (a report's wide tables stay readable in a diff)."""
+    table = frame.astype(str).to_markdown(index=False)
+    return "\n".join(PADDING.sub(" | ", line).strip() for line in table.splitlines())
+
+
+PADDING = re.compile(r" *\| *")
 
 
 def html_table(frame: pd.DataFrame, css: str = "", number: int = 0) -> Markup:

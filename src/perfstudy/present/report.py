@@ -47,7 +47,7 @@ def build(study: str, runs: list[Arm], out_dir: str | Path, card: Scorecard) -> 
     if not bench.empty:
         paths["scenarios"] = write_csv(out / "scenarios.csv", bench)
         write_csv(out / "scenario_predictions.csv", bench_points)
-    figs = _figures(arms, table, out / "figures", paths)
+    figs = _figures(arms, table, out / "figures", paths, runs)
     doc = document.Document(f"Study {study}: {sentences.models(arms)} input-pipeline tuning")
     scored = bool(card.claims)
     doc.lead(card.headline if scored else benchmark.summary_line(scores) or None)
@@ -72,16 +72,18 @@ def build(study: str, runs: list[Arm], out_dir: str | Path, card: Scorecard) -> 
     return paths
 
 
-def _figures(arms: list[Arm], table: pd.DataFrame, folder: Path,
-             paths: dict[str, Path]) -> list[tuple[str, Path]]:
+def _figures(arms: list[Arm], table: pd.DataFrame, folder: Path, paths: dict[str, Path],
+             runs: list[Arm]) -> list[tuple[str, Path]]:
     """Draw the figures into `folder` (their paths into `paths`); returns the detail figures
-    with their titles, in the report's order (the breakdown is shown first, apart)."""
+    with their titles, in the report's order (the breakdown is shown first, apart). Every run's
+    queue figure is drawn (each repeat's MLflow run carries its own); the report shows the
+    first repeat's."""
     folder.mkdir(parents=True, exist_ok=True)
     paths["fig_breakdown"] = figures.figure_breakdown(arms, folder / "step_breakdown.png")
     paths["fig_steps"] = figures.figure_steps(arms, folder / "step_time.png")
     paths["fig_published"] = figures.figure_published(table, folder / "published_vs_measured.png")
-    for arm in arms:
-        paths[f"fig_queues_{arm.name}"] = figures.figure_queues(arm, folder / f"queues_{arm.name}.png")
+    for run in runs:
+        paths[f"fig_queues_{run.name}"] = figures.figure_queues(run, folder / f"queues_{run.name}.png")
     figs = [("Step time per step", paths["fig_steps"]),
             ("Published vs measured", paths["fig_published"])]
     figs += [(f"Data queues: {a.name}", paths[f"fig_queues_{a.name}"]) for a in arms]

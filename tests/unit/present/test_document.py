@@ -37,7 +37,7 @@ def test_the_markdown_has_the_same_blocks_in_order(tmp_path):
     md = _doc(tmp_path).markdown()
     lines = md.splitlines()
     assert lines[0] == "# Study <s>" and lines[2] == "**All 2 claims hold & more**"
-    assert "_a note_" in md and "| holds " in md and "|:--" in md
+    assert "_a note_" in md and "| holds | a<b |" in md and "| :--" in md
     assert "- baseline: input-bound\n  - why: gap 60 %\n- tuned: compute-bound" in md
     assert md.index("## Verdicts") < md.index("## Details") < md.index("### Lines")
     assert "![Step time](figures/f.png)" in md and md.rstrip().endswith("Provenance: x")
