@@ -75,7 +75,10 @@ class Resources:
     max_rss_mb: float = doc("peak resident memory of the training process (MiB)")
     cpu_s: float = doc("CPU time of the training process (user + system, s)")
     children_max_rss_mb: float = doc("largest peak resident memory of its ended child processes "
-                                     "(MindData's Python workers; MiB)")
+                                     "(MindData's Python workers, the profiler's analysis; MiB). "
+                                     "A forked child counts the pages it shares with the trainer, "
+                                     "so this reads near max_rss_mb; Snakemake's benchmark "
+                                     "(MLflow job_max_pss_mb) splits shared pages")
     children_cpu_s: float = doc("CPU time of its ended child processes (s)")
 
     @classmethod
