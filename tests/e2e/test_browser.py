@@ -106,17 +106,3 @@ def test_mlflow_compare_shows_the_arms_params_and_metrics(study, browser, mlflow
     assert all(arm in text for arm in ARMS)
     assert "advisor/predicted_step_ms" in text and "diagnosis/gap_share" in text
 
-
-def test_mlflow_compare_sets_each_arms_figure_side_by_side(study, browser, mlflow_ui, tmp_path):
-    experiment_id, arms = _ids(study)
-    query = urllib.parse.urlencode({"runs": json.dumps(list(arms.values())),
-                                    "experiments": json.dumps([experiment_id])})
-    pick = ('[...document.querySelectorAll("*")].find(e => !e.children.length && '
-            'e.innerText === "queues.png").click()')
-    page = browser.open(
-        f"{mlflow_ui.uri}/#/compare-runs?{query}", ready='document.body.innerText.includes("queues.png")',
-        steps=[(pick, f"[...document.images].filter(i => i.complete && i.naturalWidth > 0).length >= {len(ARMS)}")],
-        evaluate="[...document.images].filter(i => i.naturalWidth > 0).map(i => i.naturalWidth)",
-        screenshot=tmp_path / "compare_figures.png", width=1400, height=1400)
-    assert page["ready"], page["value"]
-    assert len(page["value"]) >= len(ARMS)  # one queue figure per arm, drawn
