@@ -28,7 +28,7 @@ from pathlib import Path
 from perfstudy.common.io import read_json
 from perfstudy.common.records import doc, from_dict, read_record, write_record
 from perfstudy.measure import steptrace
-from perfstudy.present import mlflow_fields, mlflow_store
+from perfstudy.present import mlflow_fields, mlflow_store, tracking
 from perfstudy.present.mlflow_store import TAG
 
 log = logging.getLogger(__name__)
@@ -91,8 +91,7 @@ class LiveRun:
             return
         try:
             frame = steptrace.steps_frame(batch, self.batch_size)
-            for chunk in _chunks(mlflow_fields.step_metrics(frame), 1000):
-                self.client.log_batch(self.run_id, metrics=chunk)
+            tracking.log_metrics(self.client, self.run_id, mlflow_fields.step_metrics(frame))
         except Exception as exc:  # noqa: BLE001 - any store failure: keep the steps for the next try
             with self._lock:
                 self._pending = batch + self._pending
@@ -140,11 +139,6 @@ class LiveRun:
         receipt = LiveReceipt(self.run_id, self.uri, status, self._confirmed)
         write_record(self.run_dir / LIVE_FILE, receipt)
         return receipt
-
-
-def _chunks(items: list, size: int):
-    for start in range(0, len(items), size):
-        yield items[start:start + size]
 
 
 def _system_monitor(run_id: str, uri: str, interval_s: float):
