@@ -104,7 +104,7 @@ def main() -> None:
     manifest = train.load_data(cfg, None)
     source = sources.training_source(manifest)
     step = TrainStep(cfg, train.model_classes(cfg, manifest))
-    train.compile_graphs(step, cfg)
+    train.compile_graphs(step, cfg, source)
     plain = bench.plain_step_ms(step, source, cfg)
     log.info("plain step %.0f ms at the run's own setting", plain)
     order = np.random.default_rng(args.seed).permutation(len(kinds))

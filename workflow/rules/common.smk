@@ -77,7 +77,8 @@ def prepared_params(wildcards):
     settings = Settings.from_config(cfg)
     return json.dumps({"settings": {"image_size": settings.image_size,
                                     "short_side": settings.short_side,
-                                    "quality": settings.quality},
+                                    "quality": settings.quality,
+                                    "format": settings.format},
                        "out": str(prepared_dir(cfg.data, settings, cfg.paths.data_root))},
                       sort_keys=True)
 

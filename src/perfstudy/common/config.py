@@ -94,6 +94,9 @@ def validate(cfg: DictConfig) -> None:
         raise ConfigError("data.prepared=true reads a MindRecord with MindDataset, so "
                           "pipeline.reader_delay_ms (the slow ImageFolder reader) cannot apply; "
                           "set one of them back (reader_delay_ms=0 or data.prepared=false).")
+    if not cfg.trainer.loss_scale > 0:
+        raise ConfigError(f"trainer.loss_scale is {cfg.trainer.loss_scale}; use a positive "
+                          "scale (1.0: none; 128 to 65536 for float16 at O2/O3).")
     if cfg.trainer.warmup_steps < 0:
         raise ConfigError(f"trainer.warmup_steps is {cfg.trainer.warmup_steps}; use 0 or more.")
     if cfg.trainer.steps < 1 + cfg.trainer.warmup_steps + cfg.trainer.min_measured_steps:

@@ -24,8 +24,11 @@ class Mode(StrEnum):
     pynative = "pynative"
 
 
-class OptimizerName(StrEnum):
-    momentum = "momentum"
+class AmpLevel(StrEnum):
+    O0 = "O0"
+    O1 = "O1"
+    O2 = "O2"
+    O3 = "O3"
 
 
 class Schedule(StrEnum):
@@ -38,6 +41,11 @@ class ProfilerName(StrEnum):
     off = "off"
     light = "light"
     full = "full"
+
+
+class PreparedFormat(StrEnum):
+    mindrecord = "mindrecord"
+    imagefolder = "imagefolder"
 
 
 class Placement(StrEnum):
@@ -65,6 +73,10 @@ class DataConfig:
     # RandomCropDecodeResize's smallest crop is not upsampled (114 px for 4:3 photos at 32 px).
     prepared_short_side: Optional[int] = None
     prepared_quality: int = 90  # JPEG quality of the re-encoded images
+    # How the prepared images are stored: mindrecord (one file, read by the case study's
+    # pipeline) or imagefolder (the source's relative paths, handed to any pipeline factory as
+    # its root). None: mindrecord for the case study's pipeline, imagefolder for any other.
+    prepared_format: Optional[PreparedFormat] = None
 
 
 @dataclass
@@ -145,18 +157,34 @@ class PipelineConfig:
 
 
 @dataclass
-class OptimizerConfig:
-    """Momentum SGD with a learning-rate schedule."""
+class LossConfig:
+    """The loss, built by a factory (Hydra's `_target_` convention, docs/bring-your-own.md):
+    `_target_(**args)` returns a mindspore.nn.Cell of (logits, labels) -> a scalar loss; labels as
+    the pipeline gives them (class indices, or one-hot/mixed rows after a mixup map). The default
+    is the study's softmax cross-entropy on class indices."""
 
-    name: OptimizerName = OptimizerName.momentum
+    _target_: str = "perfstudy.run.model.create_loss"
+    name: str = "softmax_ce"  # how the report and MLflow name it
+    # the factory's own keyword arguments, e.g. {name: CE, label_smoothing: 0.1} for mindcv's
+    args: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class OptimizerConfig:
+    """The optimizer, built by a factory (docs/bring-your-own.md): `_target_(params, lr=<one rate
+    per step>, **args)` returns a mindspore.nn.Optimizer over the network's trainable parameters.
+    The learning-rate schedule is the study's (every step it trains has its rate). The default
+    is the study's Momentum SGD (weight decay on conv/dense weights only)."""
+
+    _target_: str = "perfstudy.run.model.momentum_sgd"
+    name: str = "momentum"  # how the report and MLflow name it
+    # the factory's own keyword arguments, e.g. {opt: adamw, weight_decay: 0.05} for mindcv's
+    args: dict[str, Any] = field(default_factory=lambda: {"momentum": 0.9, "weight_decay": 1e-4})
     lr: float = 0.001
-    momentum: float = 0.9
-    weight_decay: float = 1e-4
     schedule: Schedule = Schedule.cosine
     warmup_steps: int = 0  # linear lr warm-up (optimizer warm-up, not timing warm-up)
     step_gamma: float = 0.1
     step_every: int = 10
-    loss_scale: float = 1.0
 
 
 @dataclass
@@ -171,6 +199,13 @@ class TrainerConfig:
     # not fill during the compile. false reproduces the article's behaviour (the drain
     # rule then drops the steps served from the compile-time buffer).
     compile_first: bool = True
+    # MindSpore's mixed precision (mindspore.amp.auto_mixed_precision on the network): O0 float32,
+    # O1 float16 for a white list of ops, O2 float16 but BatchNorm, O3 float16 throughout. It
+    # changes the network's compute, so the balance with the pipeline the study measures.
+    amp_level: AmpLevel = AmpLevel.O0
+    # static loss scale: the loss is multiplied by it before backward, the gradients divided by
+    # it after (1.0: none); guards float16 gradients against underflow at O2/O3
+    loss_scale: float = 1.0
     # Steps dropped after step 0 before the drain rule looks at the data queue.
     warmup_steps: int = 1
     min_measured_steps: int = 3
@@ -307,6 +342,7 @@ class RunConfig:
     data: DataConfig = field(default_factory=DataConfig)
     model: ModelConfig = field(default_factory=ModelConfig)
     pipeline: PipelineConfig = field(default_factory=PipelineConfig)
+    loss: LossConfig = field(default_factory=LossConfig)
     optimizer: OptimizerConfig = field(default_factory=OptimizerConfig)
     trainer: TrainerConfig = field(default_factory=TrainerConfig)
     profiler: ProfilerConfig = field(default_factory=ProfilerConfig)

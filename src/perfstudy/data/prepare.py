@@ -1,5 +1,7 @@
 """A derived dataset that decodes less: every image of a source dataset (generated or a user's
-ImageFolder) re-encoded as JPEG at a bounded resolution, in one MindRecord file.
+ImageFolder) re-encoded as JPEG at a bounded resolution, in one MindRecord file (what the case
+study's pipeline reads) or as an ImageFolder of the same relative paths (what any pipeline
+factory reads: it gets the folder as its `root`).
 
 The bound, by default, is per image the smallest short side at which the augmentation's
 smallest crop is not upsampled: RandomCropDecodeResize takes a crop of area fraction
@@ -10,7 +12,12 @@ area A. For a 4:3 photo trained at 32 px that is a 114 px short side (0.017 MP i
 
 Rows are written in ImageFolderDataset's order (sorted class folders, then sorted file
 names), so a MindDataset read with the same sampler and seed yields the same images and
-labels in the same order as the source.
+labels in the same order as the source; the ImageFolder copy keeps every file's relative path,
+so ImageFolderDataset reads it in the source's order by construction.
+
+The default bound assumes ImageNet's random-resized crop (area >= 0.08, ratio 0.75..1.333), as
+the case study's RandomCropDecodeResize and mindcv's recipe use; a pipeline that crops less
+deeply needs data.prepared_short_side.
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ from typing import Any, Optional
 
 import numpy as np
 
+from perfstudy.common.config_schema import PipelineConfig
 from perfstudy.data.dataset import (
     MANIFEST,
     DatasetError,
@@ -41,6 +49,8 @@ from perfstudy.data.dataset import (
 )
 
 RECORD = "train.mindrecord"
+IMAGES = "images"  # the ImageFolder copy's folder inside a prepared dataset
+FORMATS = ("mindrecord", "imagefolder")
 PREFIX = "prepared-"  # prepared datasets' folders under data_root start with this
 # RandomCropDecodeResize's parameters in the article's pipeline (pipeline.train_transforms).
 CROP_SCALE = (0.08, 1.0)
@@ -56,20 +66,25 @@ class Settings:
     image_size: int
     short_side: Optional[int]  # None: per image, the smallest side that keeps crops >= image_size
     quality: int
+    format: str = "mindrecord"  # mindrecord | imagefolder
     scale_min: float = CROP_SCALE[0]
     ratio_min: float = CROP_RATIO[0]
     ratio_max: float = CROP_RATIO[1]
 
     @classmethod
     def from_config(cls, cfg) -> Settings:
-        """From a run config (data.prepared_* and the pipeline's input size)."""
+        """From a run config (data.prepared_* and the pipeline's input size). The format: a
+        MindRecord for the case study's own pipeline, an ImageFolder for any other factory
+        (data.prepared_format sets it)."""
+        fmt = cfg.data.prepared_format or (
+            "mindrecord" if cfg.pipeline._target_ == PipelineConfig._target_ else "imagefolder")
         return cls(int(cfg.pipeline.image_size), cfg.data.prepared_short_side,
-                   int(cfg.data.prepared_quality))
+                   int(cfg.data.prepared_quality), str(fmt))
 
     def tag(self) -> str:
         """Short name of the settings, for the folder name."""
         side = f"side{self.short_side}" if self.short_side else f"crop{self.image_size}"
-        return f"{side}-q{self.quality}"
+        return f"{side}-q{self.quality}" + ("-folder" if self.format == "imagefolder" else "")
 
     def rule(self) -> str:
         """The bound in words, for the manifest and the report."""
@@ -199,6 +214,19 @@ def _write_record(folder: Path, rows: list[dict[str, Any]]) -> None:
     writer.commit()
 
 
+def _write_folder(folder: Path, rows: list[dict[str, Any]]) -> None:
+    """The re-encoded images as an ImageFolder: each at its source's relative path."""
+    for row in rows:
+        path = folder / IMAGES / row["path"]
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(row["image"])
+
+
+def _stored(out: Path, settings: Settings) -> Path:
+    """What a prepared dataset stores its images in: the record file, or the folder."""
+    return out / (IMAGES if settings.format == "imagefolder" else RECORD)
+
+
 def _reusable(out: Path, source_sha: str, settings: Settings) -> bool:
     """A prepared folder already made from the same source manifest with the same settings."""
     try:
@@ -206,7 +234,7 @@ def _reusable(out: Path, source_sha: str, settings: Settings) -> bool:
     except (OSError, json.JSONDecodeError):
         return False
     return (recorded.get("source_manifest", {}).get("sha256") == source_sha
-            and recorded.get("settings") == asdict(settings) and (out / RECORD).is_file())
+            and recorded.get("settings") == asdict(settings) and _stored(out, settings).exists())
 
 
 def _prepared_manifest(source: dict[str, Any], source_manifest_path: str | Path, source_sha: str,
@@ -221,20 +249,19 @@ def _prepared_manifest(source: dict[str, Any], source_manifest_path: str | Path,
     before_mp = [item["width"] * item["height"] / 1e6 for item in done]
     after_mp = [item["out_width"] * item["out_height"] / 1e6 for item in done]
     sides = [min(item["out_width"], item["out_height"]) for item in done]
-    record_bytes = sum(p.stat().st_size for p in staging.iterdir())
+    record_bytes = sum(p.stat().st_size for p in staging.rglob("*") if p.is_file())
+    folder = settings.format == "imagefolder"
     manifest = {
         "source": "prepared",
-        "format": "mindrecord",
+        "format": settings.format,
         "root": str(out.resolve()),
-        "record": RECORD,
-        "record_sha256": _sha256_file(staging / RECORD),
+        "record": IMAGES if folder else RECORD,
+        "record_sha256": None if folder else _sha256_file(staging / RECORD),
         "num_images": len(rows),
         "num_classes": source["num_classes"],
         "classes": source["classes"],
         "total_bytes": record_bytes,
-        "dataset_sha256": hashlib.sha256(
-            "".join(f"{r['path']}\t{hashlib.sha256(r['image']).hexdigest()}\n"
-                    for r in rows).encode()).hexdigest(),
+        "dataset_sha256": rows_sha256([(r["path"], r["image"]) for r in rows]),
         "mean_megapixels": float(np.mean(after_mp)),
         "source_manifest": {"path": str(Path(source_manifest_path).resolve()), "sha256": source_sha,
                             "dataset_sha256": source["dataset_sha256"], "root": str(root),
@@ -262,7 +289,7 @@ def _prepared_manifest(source: dict[str, Any], source_manifest_path: str | Path,
 
 def prepare(source_manifest_path: str | Path, settings: Settings, out_dir: str | Path,
             workers: int = 1) -> Path:
-    """Write the prepared MindRecord and its manifest.json under out_dir; return the manifest
+    """Write the prepared MindRecord (or ImageFolder) and its manifest.json under out_dir; return the manifest
     path. A folder whose manifest records the same source manifest and settings is reused."""
     out = Path(out_dir)
     source = load_manifest(source_manifest_path)
@@ -288,7 +315,10 @@ def prepare(source_manifest_path: str | Path, settings: Settings, out_dir: str |
     staging = out.with_name(out.name + ".tmp")
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
-    _write_record(staging, rows)
+    if settings.format == "imagefolder":
+        _write_folder(staging, rows)
+    else:
+        _write_record(staging, rows)
     wall, cpu = time.perf_counter() - started, _cpu_seconds() - cpu_started
     manifest = _prepared_manifest(source, source_manifest_path, source_sha, settings, out, staging,
                                   entries, jobs, done, rows, {"wall_s": wall, "cpu_s": cpu,
@@ -300,12 +330,36 @@ def prepare(source_manifest_path: str | Path, settings: Settings, out_dir: str |
 
 
 def record_path(manifest: dict[str, Any]) -> str:
-    """The MindRecord file a prepared manifest describes."""
+    """What a prepared manifest's pipeline reads: its MindRecord file, or its ImageFolder."""
     return str(Path(manifest["root"]) / manifest["record"])
 
 
+def rows_sha256(items: list[tuple[str, bytes]]) -> str:
+    """The identity of a prepared dataset's images: each relative path with its bytes' sha256."""
+    return hashlib.sha256("".join(f"{path}\t{hashlib.sha256(blob).hexdigest()}\n"
+                                  for path, blob in items).encode()).hexdigest()
+
+
+def _verify_folder(manifest: dict[str, Any]) -> None:
+    folder = Path(record_path(manifest))
+    fix = f"delete {folder.parent} and run again to re-prepare it"
+    items = []
+    for entry in manifest["files"]:
+        path = folder / entry["path"]
+        if not path.is_file():
+            raise DatasetError(f"The prepared image {entry['path']} is missing from {folder}; "
+                               f"{fix}.")
+        items.append((entry["path"], path.read_bytes()))
+    if rows_sha256(items) != manifest.get("dataset_sha256"):
+        raise DatasetError(f"The prepared images under {folder} changed (their sha256 differs "
+                           f"from the manifest's); {fix}.")
+
+
 def verify(manifest: dict[str, Any]) -> None:
-    """Check the record file is the one prepared (sha256); one sentence otherwise."""
+    """Check the prepared images are the ones prepared (sha256); one sentence otherwise."""
+    if manifest.get("format") == "imagefolder":
+        _verify_folder(manifest)
+        return
     path = Path(record_path(manifest))
     fix = f"delete {path.parent} and run again to re-prepare it"
     for file in (path, path.with_name(path.name + ".db")):

@@ -4,6 +4,9 @@ convention, and the addresses of a built pipeline's operators.
 Contract (docs/bring-your-own.md):
 * model: `_target_(num_classes=<the data's>, **model.args)` -> a mindspore.nn.Cell mapping NCHW
   float32 images to logits;
+* loss: `_target_(**loss.args)` -> a mindspore.nn.Cell of (logits, labels) -> scalar;
+* optimizer: `_target_(params, lr=<one rate per step>, **optimizer.args)` -> mindspore.nn.Optimizer
+  (`learning_rate=` for a factory that names it so, as MindSpore's own optimizers do);
 * pipeline: `_target_(root=, batch_size=, image_size=, seed=, **pipeline.args)` -> a
   mindspore.dataset.Dataset whose rows are (image, label) batches: one epoch or more. A factory
   that names `pipeline` or `num_batches` among its parameters also gets the pipeline config and
@@ -28,6 +31,7 @@ from typing import Any
 
 import hydra.utils
 import mindspore.dataset as ds
+import numpy as np
 from hydra.errors import InstantiationException
 from mindspore import nn
 
@@ -96,9 +100,10 @@ def _failed(key: str, target: str, factory: Any, exc: BaseException) -> ConfigEr
 
 
 def instantiate(key: str, target: str, args: dict[str, Any], given: dict[str, Any],
-                config: dict[str, Any] | None = None) -> Any:
+                config: dict[str, Any] | None = None, positional: tuple = ()) -> Any:
     """hydra.utils.instantiate of `target` with the study's arguments and the user's `args`
-    (config: arguments passed as they are, not converted by Hydra, e.g. a DictConfig)."""
+    (config: keyword arguments passed as they are, not converted by Hydra, e.g. a DictConfig;
+    positional: the leading positional ones, e.g. an optimizer's parameters)."""
     factory = load_target(key, target)
     clash = sorted(set(args) & (set(given) | set(config or {})))
     if clash:
@@ -107,7 +112,7 @@ def instantiate(key: str, target: str, args: dict[str, Any], given: dict[str, An
     try:
         call = hydra.utils.instantiate({"_target_": target, "_partial_": True, **args}, **given,
                                        _convert_="all")
-        return call(**(config or {}))
+        return call(*positional, **(config or {}))
     except ConfigError:
         raise
     except ValueError as exc:  # the study's own data errors (DatasetError) pass as they are
@@ -130,6 +135,39 @@ def build_model(model_cfg, num_classes: int) -> nn.Cell:
         raise ConfigError(f"model._target_ {model_cfg._target_} returned a {type(net).__name__}, "
                           "not a mindspore.nn.Cell; return the network itself.")
     return net
+
+
+def build_loss(loss_cfg) -> nn.Cell:
+    """The loss, from loss._target_ (called with loss.args): a Cell of (logits, labels)."""
+    loss = instantiate("loss", loss_cfg._target_, dict(loss_cfg.args), {})
+    if not isinstance(loss, nn.Cell):
+        raise ConfigError(f"loss._target_ {loss_cfg._target_} returned a {type(loss).__name__}, "
+                          "not a mindspore.nn.Cell; return the loss cell itself.")
+    return loss
+
+
+def build_optimizer(opt_cfg, params: list, rates: list[float]) -> nn.Optimizer:
+    """The optimizer, from optimizer._target_: called with the network's trainable parameters
+    (first, positional), one rate per step (the study's schedule) as its `lr` or `learning_rate`
+    (mindcv's create_optimizer, or MindSpore's nn.AdamWeightDecay itself) and optimizer.args."""
+    args = dict(opt_cfg.args)
+    if "lr" in args or "learning_rate" in args:
+        raise ConfigError("optimizer.args sets the learning rate, which the study passes itself "
+                          "(one rate per step, from its schedule); set optimizer.lr and "
+                          "optimizer.schedule instead.")
+    factory = load_target("optimizer", opt_cfg._target_)
+    name = next((n for n in ("lr", "learning_rate") if takes(factory, n)), None)
+    if name is None:
+        raise ConfigError(f"optimizer._target_ {opt_cfg._target_} takes no lr or learning_rate "
+                          "parameter, through which the study passes its rate per step; wrap it "
+                          "in a factory of (params, lr, ...).")
+    optimizer = instantiate("optimizer", opt_cfg._target_, args, {}, {name: list(rates)},
+                            positional=(list(params),))
+    if not isinstance(optimizer, nn.Optimizer):
+        raise ConfigError(f"optimizer._target_ {opt_cfg._target_} returned a "
+                          f"{type(optimizer).__name__}, not a mindspore.nn.Optimizer; return the "
+                          "optimizer built over the parameters it is given.")
+    return optimizer
 
 
 def takes(factory: Any, name: str) -> bool:
@@ -212,6 +250,12 @@ def sizable(node: ds.Dataset) -> bool:
     return isinstance(node, ds.MapDataset) or not node.children
 
 
+def in_processes(node: ds.Dataset) -> bool:
+    """An operator whose Python may run in worker processes instead of threads
+    (python_multiprocessing): a map, or a Python source (GeneratorDataset)."""
+    return isinstance(node, (ds.MapDataset, ds.GeneratorDataset))
+
+
 def address_book(dataset: ds.Dataset) -> dict[str, ds.Dataset]:
     """Address -> node of every operator of a built tree."""
     nodes = walk(dataset)
@@ -236,9 +280,10 @@ def resize(dataset: ds.Dataset, workers: dict[str, int], processes: dict[str, bo
                 raise ConfigError(f"pipeline.{key}.{address} names no sized operator of this "
                                   f"pipeline; its operators are {_listing(book)} (see "
                                   "profile/pipeline.json): use one of those addresses.")
-            if key == "processes" and not isinstance(node, ds.MapDataset):
-                raise ConfigError(f"pipeline.processes.{address}: {address} is not a map; only a "
-                                  "map's Python runs in worker processes, so drop the key.")
+            if key == "processes" and not in_processes(node):
+                raise ConfigError(f"pipeline.processes.{address}: {address} is neither a map nor a "
+                                  "GeneratorDataset; only their Python runs in worker processes, "
+                                  "so drop the key.")
     for address, count in workers.items():
         count = int(count)
         if not 1 <= count <= cpus:
@@ -251,3 +296,27 @@ def resize(dataset: ds.Dataset, workers: dict[str, int], processes: dict[str, bo
              ", ".join([f"{a} {n} workers" for a, n in workers.items()]
                        + [f"{a} {'processes' if p else 'threads'}" for a, p in processes.items()]))
     return dataset
+
+
+# --- the labels' form --------------------------------------------------------------------------
+
+def _retypes_only(operations) -> bool:
+    return all(type(op).__name__ == "TypeCast" for op in operations or ())
+
+
+def label_changers(dataset: ds.Dataset) -> list[str]:
+    """Addresses of the maps that change the label column beyond a type cast (a one-hot, label
+    smoothing or a per-batch mixup map): the labels' form is then the pipeline's to say."""
+    label = dataset.get_col_names()[1]
+    return [address for address, node in address_book(dataset).items()
+            if isinstance(node, ds.MapDataset) and label in (node.input_columns or ())
+            and not _retypes_only(node.operations)]
+
+
+def label_form(dataset: ds.Dataset) -> tuple[tuple[int, ...], str] | None:
+    """One batch's label shape and numpy dtype name, asked of the pipeline (it runs one batch)
+    when a map changes the labels; None: class indices as the source gives them."""
+    if not label_changers(dataset):
+        return None
+    shapes, types = dataset.output_shapes(), dataset.output_types()
+    return tuple(int(n) for n in shapes[1]), np.dtype(types[1]).name

@@ -1,5 +1,8 @@
 """mindcv's ImageNet training recipe as a pipeline factory: its own create_dataset,
-create_transforms and create_loader, called as mindcv's train.py calls them, unmodified.
+create_transforms and create_loader, called as mindcv's train.py calls them, unmodified. With
+mixup or cutmix (mindcv's --mixup/--cutmix/--cutmix_prob), create_loader appends its per-batch
+Mixup map (Python, after batch): the labels become mixed one-hot rows, which mindcv's own loss
+(mindcv.loss.create_loss, loss._target_) reads, with its label smoothing.
 
 What the adapter does besides calling them (MindSpore 2.10, mindcv 0.3.0):
 * the recipe's worker count (mindcv's train.py default, 8) is clamped to the CPUs the run has:
@@ -7,10 +10,9 @@ What the adapter does besides calling them (MindSpore 2.10, mindcv 0.3.0):
   Ascend server's;
 * mindcv's train.py downloads nothing here: create_dataset reads the study's ImageFolder
   (name "" = a customized folder, split "" = the root itself);
-* labels stay integers (no mixup, cutmix or label smoothing: those give one-hot labels, and the
-  study's loss is the sparse cross-entropy).
-The operators are re-sized by the study on the built tree, by address (map_2: the image map),
-never by changing these arguments in mindcv's code.
+* the class count mindcv's train.py takes from its dataset (for the Mixup map) is the folder's.
+The operators are re-sized by the study on the built tree, by address (map_2: the image map,
+map_3: the per-batch Mixup map), never by changing these arguments in mindcv's code.
 """
 
 from __future__ import annotations
@@ -33,9 +35,12 @@ def imagenet_recipe(root: str, batch_size: int, image_size: int, seed: int,
                     num_parallel_workers: int = RECIPE_WORKERS,
                     python_multiprocessing: bool = False, interpolation: str = "bilinear",
                     hflip: float = 0.5, re_prob: float = 0.0,
-                    scale: tuple = (0.08, 1.0), ratio: tuple = (0.75, 1.333)) -> ds.Dataset:
+                    scale: tuple = (0.08, 1.0), ratio: tuple = (0.75, 1.333),
+                    mixup: float = 0.0, cutmix: float = 0.0,
+                    cutmix_prob: float = 0.0) -> ds.Dataset:
     """mindcv's training loader over the ImageFolder at `root`: (image, label) batches of
-    (batch_size, 3, image_size, image_size) float32 images and int32 labels, one epoch."""
+    (batch_size, 3, image_size, image_size) float32 images and int32 labels (float32 rows of the
+    classes with mixup or cutmix), one epoch."""
     from mindcv.data import create_dataset, create_loader, create_transforms
 
     del seed  # the study sets mindspore.dataset's seed before any factory runs
@@ -53,4 +58,5 @@ def imagenet_recipe(root: str, batch_size: int, image_size: int, seed: int,
     num_classes = len([p for p in Path(root).iterdir() if p.is_dir()])
     return create_loader(dataset, batch_size=batch_size, drop_remainder=True, is_training=True,
                          transform=transforms, num_parallel_workers=workers,
-                         python_multiprocessing=python_multiprocessing, num_classes=num_classes)
+                         python_multiprocessing=python_multiprocessing, num_classes=num_classes,
+                         mixup=mixup, cutmix=cutmix, cutmix_prob=cutmix_prob)

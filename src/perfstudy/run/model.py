@@ -1,4 +1,5 @@
-"""ResNet50 (bottleneck v1.5, as MindSpore ModelZoo's), its loss, optimizer and lr schedule."""
+"""ResNet50 (bottleneck v1.5, as MindSpore ModelZoo's), the study's loss and optimizer factories
+(the defaults of loss._target_ and optimizer._target_) and the lr schedule."""
 
 from __future__ import annotations
 
@@ -93,16 +94,17 @@ def learning_rates(schedule: str, base_lr: float, steps: int, warmup_steps: int 
     return rates
 
 
-def create_optimizer(net: nn.Cell, cfg, steps: int) -> nn.Optimizer:
-    """Momentum SGD; weight decay on conv/dense weights only (not BN, not biases)."""
-    decayed = [p for p in net.trainable_params() if p.name.endswith("weight") and p.ndim > 1]
-    others = [p for p in net.trainable_params() if not (p.name.endswith("weight") and p.ndim > 1)]
-    groups = [{"params": decayed, "weight_decay": cfg.weight_decay},
+def momentum_sgd(params, lr, momentum: float = 0.9, weight_decay: float = 1e-4,
+                 nesterov: bool = False) -> nn.Optimizer:
+    """The study's optimizer: Momentum SGD, weight decay on conv/dense weights only (not BN, not
+    biases); `lr` one rate per step (the study's schedule)."""
+    params = list(params)
+    decayed = [p for p in params if p.name.endswith("weight") and p.ndim > 1]
+    others = [p for p in params if not (p.name.endswith("weight") and p.ndim > 1)]
+    groups = [{"params": decayed, "weight_decay": weight_decay},
               {"params": others, "weight_decay": 0.0}]
-    rates = learning_rates(cfg.schedule, cfg.lr, steps, cfg.warmup_steps,
-                           cfg.step_gamma, cfg.step_every)
-    return nn.Momentum(groups, learning_rate=ms.Tensor(rates, ms.float32),
-                       momentum=cfg.momentum, loss_scale=cfg.loss_scale)
+    return nn.Momentum(groups, learning_rate=ms.Tensor(list(lr), ms.float32),
+                       momentum=momentum, use_nesterov=nesterov)
 
 
 def create_loss() -> nn.Cell:

@@ -106,8 +106,9 @@ class _Rows(_Items):
 @dataclass
 class _Op:
     """A Python operator to probe, with how to rebuild it alone: a whole map of any pipeline on
-    its captured inputs (`make_all`), one transform on synthetic rows (`make`), or the slow
-    reader on the dataset's folder (`reader`)."""
+    its captured inputs (`make_all`), one transform on synthetic rows (`make`), or a Python source
+    on its own rows (`source`: workers, processes -> the source alone, e.g. a user's
+    GeneratorDataset or the slow reader; `processes`: whether worker processes are probed)."""
 
     config_key: str
     operation: str
@@ -120,7 +121,8 @@ class _Op:
     input_columns: Any = None
     make_all: Callable[[], list] | None = None
     make: Callable[[], Any] | None = None
-    reader: str | None = None
+    source: Callable[[int, bool], ds.Dataset] | None = None
+    processes: bool = True
 
 
 CAPTURED_ROWS = 4  # inputs captured per map at least (its real inputs, cycled); up to a batch
@@ -136,6 +138,9 @@ def _python_maps(pipe_cfg, root: str) -> list[_Op]:
     nodes = pipeline.describe(data, pipe_cfg)
     found = []
     for node, built in zip(nodes, factories.walk(data), strict=True):
+        if node.get("config_key") and isinstance(built, ds.GeneratorDataset):
+            found.append(_python_source(node, built, pipe_cfg.batch_size))
+            continue
         if not (node.get("config_key") and node.get("python") and isinstance(built, ds.MapDataset)):
             continue
         child = built.children[0]
@@ -156,6 +161,19 @@ def _python_maps(pipe_cfg, root: str) -> list[_Op]:
                          bool(node.get("multiprocessing")), rows, child.get_col_names(),
                          built.input_columns, make_all=lambda b=built: b.operations))
     return found
+
+
+def _python_source(node: dict, built: ds.GeneratorDataset, batch_size: int) -> _Op:
+    """A pipeline's Python source (GeneratorDataset), probed alone on its own rows: the user's
+    source object read again, unshuffled, at w workers in threads or processes."""
+    def alone(workers: int, processes: bool) -> ds.Dataset:
+        return ds.GeneratorDataset(built.source, built.column_names, shuffle=False,
+                                   num_parallel_workers=workers, python_multiprocessing=processes)
+
+    name = type(built.source).__name__
+    return _Op(node["config_key"], f"{node['address']} [{name}]", False, batch_size,
+               node.get("num_parallel_workers"), bool(built.python_multiprocessing),
+               source=alone)
 
 
 def _operators(pipe_cfg, root: str) -> list[_Op]:
@@ -181,17 +199,20 @@ def _operators(pipe_cfg, root: str) -> list[_Op]:
                                                      dict(pipe_cfg.batch_transform_args),
                                                      key="pipeline.batch_transform")))
     if pipe_cfg.reader_delay_ms > 0:
+        def reader(workers: int, processes: bool) -> ds.Dataset:
+            return ds.GeneratorDataset(SlowReader(root, pipe_cfg.reader_delay_ms), ["image", "label"],
+                                       shuffle=False, num_parallel_workers=workers,
+                                       python_multiprocessing=processes)
+
         found.append(_Op("pipeline.reader_workers", "SlowReader", False, batch,
-                         pipe_cfg.reader_workers, False, reader=root))
+                         pipe_cfg.reader_workers, False, source=reader, processes=False))
     return found
 
 
 def _alone(op: _Op, pipe_cfg, workers: int, processes: bool, length: int) -> ds.Dataset:
-    if op.reader is not None:
-        reader = SlowReader(op.reader, pipe_cfg.reader_delay_ms)
-        source = ds.GeneratorDataset(reader, ["image", "label"], shuffle=False,
-                                     num_parallel_workers=workers, python_multiprocessing=processes)
-        return source.repeat(math.ceil(length / max(len(reader), 1)))  # a small folder read again
+    if op.source is not None:  # a small source read again
+        source = op.source(workers, processes)
+        return source.repeat(math.ceil(length / max(source.get_dataset_size(), 1)))
     if op.make_all is not None:  # a whole map of any pipeline, on its captured inputs
         source = ds.GeneratorDataset(_Rows(op.items, length), op.columns, shuffle=False)
         return source.map(operations=list(op.make_all()), input_columns=op.input_columns,
@@ -288,7 +309,7 @@ def probe(pipe_cfg, root: str, cpus: int) -> list[ProbedOperator]:
         rows = max(op.rows_per_batch, MIN_ROWS if op.rows_per_batch > 1 else 4)
         batches = rows / op.rows_per_batch
         points = []
-        for processes in ((False,) if op.reader is not None else (False, True)):
+        for processes in ((False, True) if op.processes else (False,)):
             for workers in range(1, cpus + 1):
                 # a fresh process pool serves its first rows slowly (start-up, shared memory):
                 # warm it for half a batch, as training runs it for many
@@ -305,7 +326,7 @@ def probe(pipe_cfg, root: str, cpus: int) -> list[ProbedOperator]:
                 points.append(ProbeReading(workers, processes, 1e3 * wall / batches,
                                            1e3 * cpu / batches))
         gil = (_gil_point(op, pipe_cfg, rows, batches)
-               if op.reader is None and any(p.ran for p in points) else None)
+               if op.processes and any(p.ran for p in points) else None)
         found = ProbedOperator(op.config_key, op.operation, op.per_batch, op.workers_now,
                                op.multiprocessing_now, points, gil)
         results.append(found)

@@ -4,8 +4,12 @@ graph would interleave ApplyMomentum with backward and hide it)."""
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import math
 import time
+from dataclasses import dataclass
+from pathlib import Path
 
 import mindspore as ms
 import numpy as np
@@ -15,21 +19,40 @@ from perfstudy.common.config import ConfigError
 from perfstudy.common.provenance import cpu_count
 from perfstudy.measure.profiling import extra_steps
 from perfstudy.run import sweep, verify
-from perfstudy.run.factories import build_model
-from perfstudy.run.model import create_loss, create_optimizer
+from perfstudy.run.factories import build_loss, build_model, build_optimizer
+from perfstudy.run.model import learning_rates
+
+log = logging.getLogger(__name__)
+
+_unscale = ops.MultitypeFuncGraph("unscale")
+
+
+@_unscale.register("Tensor", "Tensor")
+def _unscale_grad(inverse, grad):
+    return grad * ops.cast(inverse, grad.dtype)
 
 
 class ForwardBackward(nn.Cell):
-    """Loss and gradients of one batch: one compiled graph in GRAPH_MODE."""
+    """Loss and gradients of one batch: one compiled graph in GRAPH_MODE. With a static loss
+    scale the gradients are of the scaled loss, divided by the scale inside the graph."""
 
-    def __init__(self, loss_net: nn.Cell, weights) -> None:
+    def __init__(self, loss_net: nn.Cell, weights, loss_scale: float = 1.0) -> None:
         super().__init__(auto_prefix=False)
         self.loss_net = loss_net
         self.weights = weights
-        self.grad = ops.GradOperation(get_by_list=True)
+        self.scaled = float(loss_scale) != 1.0
+        self.grad = ops.GradOperation(get_by_list=True, sens_param=self.scaled)
+        self.scale = ms.Tensor(float(loss_scale), ms.float32)
+        self.inverse = ms.Tensor(1.0 / float(loss_scale), ms.float32)
+        self.hyper_map = ops.HyperMap()
 
     def construct(self, images, labels):  # noqa: D102 - MindSpore's forward
-        return self.loss_net(images, labels), self.grad(self.loss_net, self.weights)(images, labels)
+        loss = self.loss_net(images, labels)
+        if self.scaled:
+            sens = ops.ones_like(loss) * ops.cast(self.scale, loss.dtype)
+            grads = self.grad(self.loss_net, self.weights)(images, labels, sens)
+            return loss, self.hyper_map(ops.partial(_unscale, self.inverse), grads)
+        return loss, self.grad(self.loss_net, self.weights)(images, labels)
 
 
 class Update(nn.Cell):
@@ -52,12 +75,22 @@ class TrainStep:
     def __init__(self, cfg, num_classes: int | None = None) -> None:
         self.num_classes = num_classes or cfg.model.num_classes
         self.net = build_model(cfg.model, self.num_classes)
+        self.head_outputs = head_outputs(self.net)
+        warn_wide_head(self.head_outputs, self.num_classes, cfg.model._target_)
         self.net.set_train(True)
+        if cfg.trainer.amp_level != "O0":  # O1 writes the network it rewrites to the cwd
+            Path(cfg.paths.run_dir).mkdir(parents=True, exist_ok=True)
+            with contextlib.chdir(cfg.paths.run_dir):
+                self.net = ms.amp.auto_mixed_precision(self.net, str(cfg.trainer.amp_level))
         total = (cfg.trainer.steps + extra_steps(cfg.profiler) + cfg.trainer.calibration_steps
                  + verify.total_steps(cfg) + sweep.total_steps(cfg, cpu_count()))
-        self.optimizer = create_optimizer(self.net, cfg.optimizer, total)
-        loss_net = nn.WithLossCell(self.net, create_loss())
-        self._forward_backward = ForwardBackward(loss_net, self.optimizer.parameters)
+        opt = cfg.optimizer
+        rates = learning_rates(opt.schedule, opt.lr, total, opt.warmup_steps, opt.step_gamma,
+                               opt.step_every)
+        self.optimizer = build_optimizer(opt, self.net.trainable_params(), rates)
+        loss_net = nn.WithLossCell(self.net, build_loss(cfg.loss))
+        self._forward_backward = ForwardBackward(loss_net, self.optimizer.parameters,
+                                                 cfg.trainer.loss_scale)
         self._update = Update(self.optimizer)
 
     def forward_backward(self, images, labels):
@@ -85,7 +118,53 @@ def timed_step(step: TrainStep, images, labels) -> tuple[float, float, float]:
     return loss_value, fwd_bwd_end, time.time()
 
 
-def precompile(step: TrainStep, cfg) -> float:
+@dataclass(frozen=True)
+class LabelForm:
+    """The labels of one batch as the pipeline gives them: class indices (batch,) of an integer
+    type, or rows (batch, classes) of a float type (one-hot, smoothed or mixed by a map)."""
+
+    shape: tuple[int, ...]
+    dtype: str  # numpy's name, e.g. int32, float32
+
+    @classmethod
+    def indices(cls, batch: int) -> LabelForm:
+        return cls((batch,), "int32")
+
+    @property
+    def rows(self) -> bool:
+        return len(self.shape) == 2
+
+    def synthetic(self, top_class: int) -> ms.Tensor:
+        """A batch of labels of this form, all of class `top_class`."""
+        if self.rows:
+            values = np.zeros(self.shape, self.dtype)
+            values[:, min(top_class, self.shape[1] - 1)] = 1
+            return ms.Tensor(values)
+        return ms.Tensor(np.full(self.shape, top_class, self.dtype))
+
+
+def head_outputs(net: nn.Cell) -> int | None:
+    """The output count of the network's last Dense layer (its head), if it has one."""
+    last = None
+    for _, cell in net.cells_and_names():
+        if isinstance(cell, nn.Dense):
+            last = cell
+    return int(last.out_channels) if last is not None else None
+
+
+def warn_wide_head(outputs: int | None, num_classes: int, target: str) -> float:
+    """One warning when the head has more outputs than the data has classes; returns the share
+    of the head's outputs (and its compute) spent on classes no label has."""
+    if not outputs or outputs <= num_classes:
+        return 0.0
+    wasted = 1.0 - num_classes / outputs
+    log.warning("model._target_ %s has %d outputs for the data's %d classes: %.1f %% of its last "
+                "layer's compute is spent on classes no label has; build the network with the "
+                "num_classes the study passes it.", target, outputs, num_classes, 100 * wasted)
+    return wasted
+
+
+def precompile(step: TrainStep, cfg, labels_form: LabelForm | None = None) -> float:
     """Compile both graphs on a synthetic batch before the pipeline starts; return seconds.
 
     Without this, the pipeline fills its queues during the compile (as the article saw)
@@ -98,7 +177,7 @@ def precompile(step: TrainStep, cfg) -> float:
     size, batch = cfg.pipeline.image_size, cfg.pipeline.batch_size
     images = ms.Tensor(np.zeros((batch, 3, size, size), np.float32))
     # the top class: a network with fewer outputs than the data's classes fails here, not later
-    labels = ms.Tensor(np.full((batch,), step.num_classes - 1, np.int32))
+    labels = (labels_form or LabelForm.indices(batch)).synthetic(step.num_classes - 1)
     started = time.perf_counter()
     try:
         loss = timed_step(step, images, labels)[0]
@@ -119,6 +198,12 @@ def precompile(step: TrainStep, cfg) -> float:
 
 def check_labels(labels, num_classes: int, index: int) -> None:
     """Stop before a step that would train on labels the model has no output for."""
+    if len(labels.shape) == 2:  # rows of class probabilities (one-hot, smoothed or mixed)
+        if labels.shape[1] != num_classes:
+            raise ValueError(f"Step {index} has label rows of {labels.shape[1]} classes, but the "
+                             f"model has {num_classes} outputs; give the pipeline's one-hot or "
+                             "mixup map the data's class count.")
+        return
     top = int(labels.asnumpy().max()) if hasattr(labels, "asnumpy") else int(np.max(labels))
     if top >= num_classes:
         raise ValueError(f"Step {index} has label {top}, but the model has {num_classes} classes "

@@ -31,10 +31,10 @@ from perfstudy.data import dataset as data_mod
 from perfstudy.data import prepare, sources
 from perfstudy.measure import steptrace
 from perfstudy.measure.profiling import ProfileMeta, RunProfiler, extra_steps
-from perfstudy.run import autotune, opprobe, pipeline, remedy_rounds, sweep, verify
+from perfstudy.run import autotune, factories, opprobe, pipeline, remedy_rounds, sweep, verify
 from perfstudy.run.factories import load_target
 from perfstudy.run.settings import Workers, operator_settings
-from perfstudy.run.step import TrainStep, check_labels, precompile, timed_step
+from perfstudy.run.step import LabelForm, TrainStep, check_labels, precompile, timed_step
 from perfstudy.run.summary import Calibration, DatasetFacts, Resources, RunSummary, write_summary
 from perfstudy.run.verify_record import Proposal, Verification
 
@@ -192,12 +192,13 @@ def dataset_facts(cfg, manifest: dict[str, Any]) -> DatasetFacts:
 def check_factories(cfg) -> None:
     """A factory that does not import, or a prepared source it cannot read, fails before any
     data work."""
-    for key in ("model", "pipeline"):
+    for key in ("model", "loss", "optimizer", "pipeline"):
         load_target(key, cfg[key]._target_)
-    if cfg.data.prepared and cfg.pipeline._target_ != pipeline.BUILTIN:
-        raise ConfigError(f"data.prepared=true gives a MindRecord, which only the case study's "
-                          f"pipeline reads, not {cfg.pipeline._target_}; drop data.prepared, or "
-                          "point data.path at a folder copy of the images at a smaller size.")
+    if (cfg.data.prepared and cfg.data.prepared_format == "mindrecord"
+            and cfg.pipeline._target_ != pipeline.BUILTIN):
+        raise ConfigError(f"data.prepared_format=mindrecord gives a MindRecord, which only the "
+                          f"case study's pipeline reads, not {cfg.pipeline._target_}; drop "
+                          "data.prepared_format (an ImageFolder copy is handed to your factory).")
 
 
 def load_data(cfg, manifest_path: str | Path | None) -> dict[str, Any]:
@@ -221,12 +222,26 @@ def load_data(cfg, manifest_path: str | Path | None) -> dict[str, Any]:
     return manifest
 
 
-def compile_graphs(train_step: TrainStep, cfg) -> float | None:
+def labels_of(cfg, source: str) -> LabelForm | None:
+    """The labels' form when a map of the pipeline changes them (a one-hot or mixup map): asked
+    of a pipeline of its own, one batch; None: class indices."""
+    built = pipeline.create_train_dataset(source, cfg.pipeline, 1, run_seed(cfg) + 3, one_pass=True)
+    started = time.perf_counter()
+    found = factories.label_form(built)
+    if found is None:
+        return None
+    log.info("labels changed by %s: (%s) %s per batch (asked of one batch in %.1f s)",
+             ", ".join(factories.label_changers(built)), ", ".join(map(str, found[0])), found[1],
+             time.perf_counter() - started)
+    return LabelForm(*found)
+
+
+def compile_graphs(train_step: TrainStep, cfg, source: str) -> float | None:
     """Compile both graphs on a synthetic batch before the pipeline starts (seconds; None when
     trainer.compile_first is off)."""
     if not cfg.trainer.compile_first:
         return None
-    seconds = precompile(train_step, cfg)
+    seconds = precompile(train_step, cfg, labels_of(cfg, source))
     log.info("graphs compiled on a synthetic batch in %.1f s, before the pipeline starts", seconds)
     return seconds
 
@@ -420,7 +435,7 @@ def run(cfg, manifest_path: str | Path | None = None,
              manifest["num_classes"], manifest["root"], workers.requested, workers.effective,
              workers.cpu_count)
     train_step = TrainStep(cfg, model_classes(cfg, manifest))
-    compile_s = compile_graphs(train_step, cfg)
+    compile_s = compile_graphs(train_step, cfg, source)
     measured = measure(cfg, train_step, source, run_dir, on_step)
     calibration = calibrate(train_step, measured.last_batch, cfg, workers, source)
     profile_meta = measured.profiler.finish()  # the op profile's analysis, after all timing

@@ -3,6 +3,7 @@ docs/examples/own_pipeline.py (the "Bring your own training" page's example) as 
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from perfstudy.common.config import ConfigError, compose_run_config
@@ -104,7 +105,7 @@ def test_bad_pipelines_are_one_sentence_each(own, smoke_dataset, tmp_path, monke
     assert "outside 1.." in too_many
     not_a_map = _error(_cfg(f"pipeline._target_={own}", "pipeline.processes.imagefolder_1=true"),
                        root)
-    assert "imagefolder_1 is not a map" in not_a_map
+    assert "imagefolder_1 is neither a map nor a GeneratorDataset" in not_a_map
     clash = _error(_cfg(f"pipeline._target_={own}", "pipeline.args.batch_size=8"), root)
     assert "the study passes itself" in clash
 
@@ -135,9 +136,17 @@ def test_mindcv_recipe_unmodified_gives_the_mixed_map_with_randaugment(smoke_dat
     assert image_map["operations"][0] == "RandomCropDecodeResize" and image_map["python"] is True
     assert image_map["num_parallel_workers"] == min(8, cpu_count())  # the recipe's, clamped
     assert nodes["map_1"]["operations"] == ["TypeCast"]  # mindcv's label cast
+    assert nodes["map_3"]["per_batch"] is True and nodes["map_3"]["python"] is True  # Mixup
+    assert factories.label_changers(data) == ["map_3"]
     images, labels = next(data.create_tuple_iterator(num_epochs=1, output_numpy=True))
     assert images.shape == (4, 3, 32, 32) and images.dtype.name == "float32"
-    assert labels.dtype.name == "int32"
+    classes = load_manifest(smoke_dataset)["num_classes"]
+    assert labels.shape == (4, classes) and labels.dtype.name == "float32"  # mixed rows
+    assert np.allclose(labels.sum(axis=1), 1.0)
+    assert factories.label_form(data) == ((4, classes), "float32")
+    plain = pipeline.create_train_dataset(root, _cfg("experiment=mindcv_resnet50", "pipeline.args.mixup=0",
+                                                     "pipeline.args.cutmix=0").pipeline, 2, 1)
+    assert factories.label_changers(plain) == [] and factories.label_form(plain) is None
 
 
 @pytest.mark.slow
@@ -151,9 +160,12 @@ def test_a_mindcv_training_is_diagnosed_and_its_candidates_measured_by_address(t
                               "verify.candidates=2", "pipeline.workers.map_2=1"])
     summary = train.run(cfg, propose=analysis.propose)
     assert summary.operator_settings["pipeline.workers.map_2"] == 1
-    probed = summary.calibration.operators  # the mixed map (RandAugment among C++ ops)
-    assert [p.config_key for p in probed] == ["pipeline.workers.map_2"]
-    assert "RandAugment" in probed[0].operation
+    # the per-batch Mixup map and the mixed map (RandAugment among C++ ops), each alone
+    probed = {p.config_key: p for p in summary.calibration.operators}
+    assert set(probed) == {"pipeline.workers.map_2", "pipeline.workers.map_3"}
+    assert "RandAugment" in probed["pipeline.workers.map_2"].operation
+    assert "Mixup" in probed["pipeline.workers.map_3"].operation
+    assert probed["pipeline.workers.map_3"].per_batch
     plan = summary.verification.plan
     assert plan[0].role == "current" and len(plan) >= 2
     for entry in plan:
