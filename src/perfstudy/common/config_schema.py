@@ -179,7 +179,8 @@ class OptimizerConfig:
     _target_: str = "perfstudy.run.model.momentum_sgd"
     name: str = "momentum"  # how the report and MLflow name it
     # the factory's own keyword arguments, e.g. {opt: adamw, weight_decay: 0.05} for mindcv's
-    args: dict[str, Any] = field(default_factory=lambda: {"momentum": 0.9, "weight_decay": 1e-4})
+    # (the default's: momentum 0.9, weight_decay 1e-4, nesterov false)
+    args: dict[str, Any] = field(default_factory=dict)
     lr: float = 0.001
     schedule: Schedule = Schedule.cosine
     warmup_steps: int = 0  # linear lr warm-up (optimizer warm-up, not timing warm-up)
