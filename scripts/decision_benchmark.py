@@ -33,7 +33,7 @@ from perfstudy.orchestrate.cli import UserError, main_guard, setup_logging
 from perfstudy.present.document import md_table
 from perfstudy.run import decision_benchmark as bench
 from perfstudy.run import pipeline, train, verify
-from perfstudy.run.step import TrainStep
+from perfstudy.run.step import TrainStep, compile_graphs
 
 log = logging.getLogger("decision_benchmark")
 
@@ -104,7 +104,7 @@ def main() -> None:
     manifest = train.load_data(cfg, None)
     source = sources.training_source(manifest)
     step = TrainStep(cfg, train.model_classes(cfg, manifest))
-    train.compile_graphs(step, cfg, source)
+    compile_graphs(step, cfg, source, train.run_seed(cfg) + 3)
     plain = bench.plain_step_ms(step, source, cfg)
     log.info("plain step %.0f ms at the run's own setting", plain)
     order = np.random.default_rng(args.seed).permutation(len(kinds))

@@ -73,14 +73,13 @@ def _decode_remedy(advice: Advice, summary: RunSummary, best: Prediction) -> str
 
 
 def _prepare_how(summary: RunSummary) -> str:
-    """How to get the prepared source: data.prepared for the case study's pipeline (it reads
-    the MindRecord); a user's own pipeline reads folders, so it is given a folder copy."""
+    """How to get the prepared source: data.prepared converts it once, to a MindRecord for the
+    case study's pipeline, to an ImageFolder copy handed to any other factory as its root."""
     factory = summary.factories.pipeline
     if factory == BUILTIN_PIPELINE:
         return "data.prepared=true converts it once to MindRecord"
-    return (f"{factory} reads the source as it is: give it a copy re-encoded at that "
-            "resolution (data.prepared=true writes one as MindRecord for the case study's "
-            "pipeline only)")
+    return (f"data.prepared=true converts it once to an ImageFolder copy, handed to {factory} "
+            "as its root")
 
 
 def remedies(kind: str | None, advice: Advice, stage: Stage | None,

@@ -47,7 +47,7 @@ def verdict(arm: Arm, baseline: Arm | None) -> str:
 
 # What to do when no worker setting helps, by the kind of the culprit (decision.culprit_kind);
 # the full remedy, with its numbers, is in the reasoning one click away. data.prepared serves
-# the case study's pipeline only; a user's is told to read a smaller copy (verdict_line).
+# any pipeline (a MindRecord for the case study's, an ImageFolder copy for a user's factory).
 REMEDY_WORDS = {"decode": "decode less (data.prepared=true)", "python": "vectorise it or make it a C++ op",
                 "waits": "fetch asynchronously or cache", "computes": "cheaper transforms or more cores"}
 
@@ -100,8 +100,7 @@ def verdict_line(arm: Arm, baseline: Arm | None) -> str:
     else:
         decode = kind == "decode" or any(str(r).startswith("decode less") for r in rec.remedies)
         measured_word = " (measured)" if rec.verified else ""
-        decode_words = (REMEDY_WORDS["decode"] if s.factories.pipeline == BUILTIN_PIPELINE
-                        else "decode less (a copy of the source re-encoded smaller)")
+        decode_words = REMEDY_WORDS["decode"]
         todo = (f"no worker setting helps{measured_word}; " if action == "cannot_help"
                 else f"keep the settings{measured_word}; ") + (
             decode_words if decode else REMEDY_WORDS.get(kind, "more cores or an accelerator"))

@@ -18,7 +18,7 @@ from mindspore import nn, ops
 from perfstudy.common.config import ConfigError
 from perfstudy.common.provenance import cpu_count
 from perfstudy.measure.profiling import extra_steps
-from perfstudy.run import sweep, verify
+from perfstudy.run import factories, pipeline, sweep, verify
 from perfstudy.run.factories import build_loss, build_model, build_optimizer
 from perfstudy.run.model import learning_rates
 
@@ -76,6 +76,7 @@ class TrainStep:
         self.num_classes = num_classes or cfg.model.num_classes
         self.net = build_model(cfg.model, self.num_classes)
         self.head_outputs = head_outputs(self.net)
+        self.labels: LabelForm | None = None  # asked of the pipeline when a map changes them
         warn_wide_head(self.head_outputs, self.num_classes, cfg.model._target_)
         self.net.set_train(True)
         if cfg.trainer.amp_level != "O0":  # O1 writes the network it rewrites to the cwd
@@ -129,6 +130,10 @@ class LabelForm:
     @classmethod
     def indices(cls, batch: int) -> LabelForm:
         return cls((batch,), "int32")
+
+    def describe(self) -> str:
+        """E.g. "rows (32, 4) float32"."""
+        return f"{'rows' if self.rows else 'indices'} ({', '.join(map(str, self.shape))}) {self.dtype}"
 
     @property
     def rows(self) -> bool:
@@ -208,3 +213,29 @@ def check_labels(labels, num_classes: int, index: int) -> None:
     if top >= num_classes:
         raise ValueError(f"Step {index} has label {top}, but the model has {num_classes} classes "
                          f"(0..{num_classes - 1}); set model.num_classes to the dataset's class count.")
+
+
+def labels_of(cfg, source: str, seed: int) -> LabelForm | None:
+    """The labels' form when a map of the pipeline changes them (a one-hot or mixup map): asked
+    of a pipeline of its own, one batch; None: class indices."""
+    built = pipeline.create_train_dataset(source, cfg.pipeline, 1, seed, one_pass=True)
+    started = time.perf_counter()
+    found = factories.label_form(built)
+    if found is None:
+        return None
+    log.info("labels changed by %s: (%s) %s per batch (asked of one batch in %.1f s)",
+             ", ".join(factories.label_changers(built)), ", ".join(map(str, found[0])), found[1],
+             time.perf_counter() - started)
+    return LabelForm(*found)
+
+
+def compile_graphs(train_step: TrainStep, cfg, source: str, seed: int) -> float | None:
+    """Compile both graphs on a synthetic batch of the pipeline's label form (`seed`: the seed
+    of the pipeline that is asked it) before the pipeline starts (seconds; None when
+    trainer.compile_first is off)."""
+    train_step.labels = labels_of(cfg, source, seed)
+    if not cfg.trainer.compile_first:
+        return None
+    seconds = precompile(train_step, cfg, train_step.labels)
+    log.info("graphs compiled on a synthetic batch in %.1f s, before the pipeline starts", seconds)
+    return seconds

@@ -94,11 +94,22 @@ class Resources:
 
 @dataclass(frozen=True)
 class Factories:
-    """The `_target_` factories that built the model and the pipeline."""
+    """The `_target_` factories that built the training, and how its step computes (None: a
+    summary written before the loss and optimizer were factories: the study's own)."""
 
     model: str
     model_name: str | None
     pipeline: str
+    loss: str | None = doc("loss._target_", None)
+    loss_name: str | None = doc("loss.name", None)
+    optimizer: str | None = doc("optimizer._target_", None)
+    optimizer_name: str | None = doc("optimizer.name", None)
+    amp_level: str | None = doc("trainer.amp_level: MindSpore's mixed precision (O0: none)", None)
+    loss_scale: float | None = doc("trainer.loss_scale: the static loss scale (1.0: none)", None)
+    head_outputs: int | None = doc("outputs of the network's last Dense layer (None: it has none)",
+                                   None)
+    labels: str | None = doc("the labels' form per batch: class indices, or rows of a map that "
+                             "changes them (a one-hot or mixup map)", None)
 
 
 @dataclass(frozen=True)

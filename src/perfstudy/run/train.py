@@ -31,10 +31,10 @@ from perfstudy.data import dataset as data_mod
 from perfstudy.data import prepare, sources
 from perfstudy.measure import steptrace
 from perfstudy.measure.profiling import ProfileMeta, RunProfiler, extra_steps
-from perfstudy.run import autotune, factories, opprobe, pipeline, remedy_rounds, sweep, verify
+from perfstudy.run import autotune, opprobe, pipeline, remedy_rounds, sweep, verify
 from perfstudy.run.factories import load_target
 from perfstudy.run.settings import Workers, operator_settings
-from perfstudy.run.step import LabelForm, TrainStep, check_labels, precompile, timed_step
+from perfstudy.run.step import LabelForm, TrainStep, check_labels, compile_graphs, timed_step
 from perfstudy.run.summary import Calibration, DatasetFacts, Resources, RunSummary, write_summary
 from perfstudy.run.verify_record import Proposal, Verification
 
@@ -222,30 +222,6 @@ def load_data(cfg, manifest_path: str | Path | None) -> dict[str, Any]:
     return manifest
 
 
-def labels_of(cfg, source: str) -> LabelForm | None:
-    """The labels' form when a map of the pipeline changes them (a one-hot or mixup map): asked
-    of a pipeline of its own, one batch; None: class indices."""
-    built = pipeline.create_train_dataset(source, cfg.pipeline, 1, run_seed(cfg) + 3, one_pass=True)
-    started = time.perf_counter()
-    found = factories.label_form(built)
-    if found is None:
-        return None
-    log.info("labels changed by %s: (%s) %s per batch (asked of one batch in %.1f s)",
-             ", ".join(factories.label_changers(built)), ", ".join(map(str, found[0])), found[1],
-             time.perf_counter() - started)
-    return LabelForm(*found)
-
-
-def compile_graphs(train_step: TrainStep, cfg, source: str) -> float | None:
-    """Compile both graphs on a synthetic batch before the pipeline starts (seconds; None when
-    trainer.compile_first is off)."""
-    if not cfg.trainer.compile_first:
-        return None
-    seconds = precompile(train_step, cfg, labels_of(cfg, source))
-    log.info("graphs compiled on a synthetic batch in %.1f s, before the pipeline starts", seconds)
-    return seconds
-
-
 @dataclass
 class Measured:
     """What the measured (and profiled) steps left: their timestamps, the last batch (for the
@@ -335,6 +311,8 @@ class Resolved:
     classes: int
     compile_s: float | None
     started: float
+    head_outputs: int | None = None
+    labels: LabelForm | None = None
 
 
 def summarise(cfg, frame: pd.DataFrame, drain_rule: str, measured: Measured, context: Resolved,
@@ -358,7 +336,13 @@ def summarise(cfg, frame: pd.DataFrame, drain_rule: str, measured: Measured, con
         "queue_capacity_batches": queue_capacity_batches(measured.nodes, cfg.pipeline.batch_size),
         "warmup_steps": cfg.trainer.warmup_steps, "model_num_classes": context.classes,
         "factories": {"model": cfg.model._target_, "model_name": cfg.model.name,
-                      "pipeline": cfg.pipeline._target_},
+                      "pipeline": cfg.pipeline._target_, "loss": cfg.loss._target_,
+                      "loss_name": cfg.loss.name, "optimizer": cfg.optimizer._target_,
+                      "optimizer_name": cfg.optimizer.name,
+                      "amp_level": str(cfg.trainer.amp_level),
+                      "loss_scale": float(cfg.trainer.loss_scale),
+                      "head_outputs": context.head_outputs,
+                      "labels": context.labels.describe() if context.labels else "class indices"},
         "batch_size": cfg.pipeline.batch_size, "image_size": cfg.pipeline.image_size,
         "train_wall_s": measured.train_wall_s, "precompile_s": context.compile_s,
         "calibration": calibration, **floors,
@@ -435,12 +419,13 @@ def run(cfg, manifest_path: str | Path | None = None,
              manifest["num_classes"], manifest["root"], workers.requested, workers.effective,
              workers.cpu_count)
     train_step = TrainStep(cfg, model_classes(cfg, manifest))
-    compile_s = compile_graphs(train_step, cfg, source)
+    compile_s = compile_graphs(train_step, cfg, source, run_seed(cfg) + 3)
     measured = measure(cfg, train_step, source, run_dir, on_step)
     calibration = calibrate(train_step, measured.last_batch, cfg, workers, source)
     profile_meta = measured.profiler.finish()  # the op profile's analysis, after all timing
     frame, drain_rule = step_frame(cfg, measured.records, compile_s is not None)
-    context = Resolved(workers, manifest, train_step.num_classes, compile_s, started)
+    context = Resolved(workers, manifest, train_step.num_classes, compile_s, started,
+                       train_step.head_outputs, train_step.labels)
     summary = summarise(cfg, frame, drain_rule, measured, context, calibration, profile_meta)
     write_json(run_dir / "environment.json", full_environment())
     write_csv(run_dir / "steps.csv", frame)

@@ -188,3 +188,52 @@ def test_a_changed_source_file_is_reported_not_prepared(smoke_dataset, tmp_path)
     with pytest.raises(dataset.DatasetError, match="differ from its manifest"):
         prepare.prepare(source / dataset.MANIFEST, settings, tmp_path / "prepared-x")
     assert not (tmp_path / "prepared-x").exists()
+
+
+def test_an_imagefolder_copy_keeps_paths_order_and_labels_and_is_checked(smoke_dataset, tmp_path):
+    """The copy handed to a user's factory as its root: every file at its source's relative
+    path, bounded, read by ImageFolderDataset in the source's order with its labels; a changed
+    or missing file is one sentence."""
+    from PIL import Image
+
+    settings = prepare.Settings(image_size=32, short_side=None, quality=90, format="imagefolder")
+    manifest = dataset.load_manifest(prepare.prepare(smoke_dataset, settings, tmp_path / "p",
+                                                     workers=2))
+    source = dataset.load_manifest(smoke_dataset)
+    root = prepare.record_path(manifest)
+    assert manifest["format"] == "imagefolder" and root.endswith("/images")
+    assert sources.training_source(manifest) == root
+    assert sorted(f["path"] for f in manifest["files"]) == sorted(f["path"] for f in source["files"])
+    for entry in manifest["files"]:
+        with Image.open(os.path.join(root, entry["path"])) as image:
+            assert image.size == (entry["width"], entry["height"])
+            assert min(image.size) <= prepare.crop_bound_side(32, max(image.size) / min(image.size))
+    labels = {}
+    for name, folder in (("source", source["root"]), ("copy", root)):
+        ds.config.set_seed(5)
+        reader = ds.ImageFolderDataset(folder, shuffle=True, decode=False)
+        labels[name] = [int(r["label"]) for r in reader.create_dict_iterator(output_numpy=True,
+                                                                             num_epochs=1)]
+    assert labels["copy"] == labels["source"] and len(set(labels["copy"])) > 1
+    sources.verify(manifest)
+    first = os.path.join(root, manifest["files"][0]["path"])
+    with open(first, "ab") as handle:
+        handle.write(b"x")
+    with pytest.raises(dataset.DatasetError, match="changed .* delete .* re-prepare it"):
+        sources.verify(manifest)
+    os.remove(first)
+    with pytest.raises(dataset.DatasetError, match="is missing from"):
+        sources.verify(manifest)
+
+
+def test_the_format_follows_the_pipeline_and_a_mindrecord_is_refused_to_a_users_factory(tmp_path):
+    from perfstudy.run import train
+
+    assert prepare.Settings.from_config(compose_run_config([])).format == "mindrecord"
+    mindcv = compose_run_config(["experiment=mindcv_resnet50", "data.prepared=true"])
+    assert prepare.Settings.from_config(mindcv).format == "imagefolder"
+    assert prepare.Settings.from_config(mindcv).tag().endswith("-folder")
+    forced = compose_run_config(["experiment=mindcv_resnet50", "data.prepared=true",
+                                 "data.prepared_format=mindrecord"])
+    with pytest.raises(ConfigError, match="only the case study's pipeline reads"):
+        train.check_factories(forced)

@@ -74,10 +74,10 @@ def test_results_of_another_config_are_refused(tmp_path, arm):
 
 @pytest.mark.parametrize(("factory", "words"), [
     ("perfstudy.run.pipeline.case_study", "decode less (data.prepared=true)"),
-    ("perfstudy.run.mindcv_recipe.imagenet_recipe", "decode less (a copy of the source re-encoded smaller)")])
+    ("perfstudy.run.mindcv_recipe.imagenet_recipe", "decode less (data.prepared=true)")])
 def test_the_verdict_line_says_how_to_decode_less_for_the_pipeline_it_is(factory, words):
-    # data.prepared writes a MindRecord only the case study's pipeline reads: a user's
-    # pipeline is told to read a smaller copy instead
+    # data.prepared serves any pipeline: a MindRecord for the case study's, an ImageFolder copy
+    # handed to a user's factory as its root
     from perfstudy.decide.arm import Arm
     from perfstudy.present.sentences import verdict_line
 
