@@ -126,6 +126,16 @@ def _id_shift(tuned_ops: list[TunedOp], ops: pd.DataFrame | None) -> int:
     return 0
 
 
+def _out_of_reach(ops: pd.DataFrame | None, tuned_ids: set[int]) -> list[str]:
+    """The run's operators AutoTune cannot act on, said where it reports: a Python source
+    (it skips GeneratorOp), which it neither sizes nor moves between threads and processes."""
+    if ops is None or "op_id" not in ops or "label" not in ops:
+        return []
+    return [f"{r['label']}: not tuned (AutoTune skips a GeneratorDataset; it never switches "
+            "threads and processes)" for _, r in ops.iterrows()
+            if _stem(r["label"]) == "generator" and int(r["op_id"]) not in tuned_ids]
+
+
 def autotune(summary: RunSummary, ops: pd.DataFrame | None, baseline_ms: float | None = None
              ) -> Reading | None:
     """What an AutoTune arm settled on (its operators' workers, by op id, named by the run's
@@ -145,6 +155,7 @@ def autotune(summary: RunSummary, ops: pd.DataFrame | None, baseline_ms: float |
         configured = _configured_workers(ops, op_id)
         if configured is not None and op.num_parallel_workers != configured:
             changed.append(label)
+    named += _out_of_reach(ops, {op.op_id - shift for op in tuned.operators})
     step = summary.steady_step_ms
     return Reading(AUTOTUNE, ", ".join(changed) or "none changed", None,
                    "workers" if changed else None,

@@ -150,3 +150,19 @@ def test_the_report_sets_the_tools_side_by_side_and_scores_them_against_the_arms
     assert scored.loc[peers.ANALYZER, "culprit right"] == "NO"
     assert scored.loc[peers.ANALYZER, f"within {pct(GAIN_THAT_MATTERS)} of the best"].startswith("unscored")
     assert scored.loc[f"{peers.AUTOTUNE} (autotune)", f"within {pct(GAIN_THAT_MATTERS)} of the best"] == "yes"
+
+
+def test_autotune_says_where_it_cannot_act_a_python_reader():
+    """A GeneratorDataset is out of AutoTune's reach (it skips GeneratorOp): its reading says so
+    beside the operators it tuned, so the report does not read its silence as 'fine'."""
+    described = peers.described_ops([
+        {"op_type": "Batch", "operations": [], "num_parallel_workers": 1},
+        {"op_type": "GeneratorDataset", "operations": [], "num_parallel_workers": 1,
+         "config_key": "pipeline.workers.generator_1", "python": True}])
+    summary = {"steady_step_ms": 900.0, "autotune": {"config_file": "autotune_0.json", "remark": "",
+                                                     "operators": [
+        {"op": "BatchOp", "op_id": 0, "num_parallel_workers": 1, "prefetch_size": 2}]}}
+    reading = peers.autotune(make_summary(summary), described)
+    [reader] = [o for o in reading.operators if o.startswith("Generator #1")]
+    assert "not tuned (AutoTune skips a GeneratorDataset" in reader
+    assert "pipeline.workers.generator_1" not in (reading.settings or {})
