@@ -126,6 +126,19 @@ def _fmt(key: str, value: float) -> str:
     return f"{value:.2f}" if value < 10 else f"{value:.1f}" if value < 100 else f"{value:.0f}"
 
 
+def step_text(f) -> str:
+    """The training step as built: model, loss, optimizer, precision, labels, e.g. "resnet50,
+    softmax_ce, momentum, O0"; a summary from before these were recorded: the model alone."""
+    parts = [f.model_name or f.model.rsplit(".", 1)[-1]]
+    if f.loss_name:
+        parts += [f.loss_name, f.optimizer_name or "?", f.amp_level or "O0"]
+        if f.loss_scale and f.loss_scale != 1.0:
+            parts.append(f"loss scale {f.loss_scale:g}")
+        if f.labels and f.labels != "class indices":
+            parts.append(f"labels {f.labels}")
+    return ", ".join(parts)
+
+
 def setup_table(arms: list[Arm]) -> pd.DataFrame:
     rows = []
     for arm in arms:
@@ -136,6 +149,7 @@ def setup_table(arms: list[Arm]) -> pd.DataFrame:
             "device": f"{s.device_target} ({s.mode} mode)",
             "CPU": f"{env['cpu_model']} x{env['usable_cpus']}",
             "input": f"{s.batch_size} x {s.image_size} px",
+            "step": step_text(s.factories),
             "data": (f"{s.dataset.num_images} JPEGs, {s.dataset.total_bytes / 1e6:.0f} MB "
                      f"({s.dataset.source})"),
             "steps measured / excluded": (f"{s.steps_measured} / {s.steps_excluded} "
