@@ -275,6 +275,17 @@ def test_the_mindcv_study_sweeps_the_recipes_image_map_by_address():
     assert swept.model.args["model_name"] == "mobilenet_v3_small_100"
     diagnosed = compose_arm(Workflow.of(wf), "mindcv", "mindcv_resnet50")
     assert diagnosed.scenario.key == "pipeline.workers.map_2" and not diagnosed.pipeline.workers
+    # the whole recipe: its mixup map, its loss and its optimizer
+    assert diagnosed.pipeline.args["mixup"] > 0 and diagnosed.pipeline.args["cutmix"] > 0
+    assert diagnosed.loss._target_ == "mindcv.loss.create_loss"
+    assert diagnosed.loss.args["label_smoothing"] == 0.1
+    assert (diagnosed.optimizer._target_, diagnosed.optimizer.args["opt"]) == (
+        "mindcv.optim.create_optimizer", "adamw")
+    # the decode remedy on the user's pipeline: an ImageFolder copy handed to the recipe
+    prepared = compose_arm(Workflow.of(wf), "mindcv", "mindcv_resnet50_prepared")
+    assert prepared.data.prepared and prepared.pipeline._target_ == diagnosed.pipeline._target_
+    from perfstudy.data.prepare import Settings
+    assert Settings.from_config(prepared).format == "imagefolder"
 
 
 def test_a_cluster_executor_refuses_a_sqlite_tracking_store_up_front(tmp_path):

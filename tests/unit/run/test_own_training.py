@@ -134,3 +134,28 @@ def test_a_python_readers_workers_and_processes_are_set_and_probed_by_address(ex
     ran = {(p.workers, p.multiprocessing) for p in probed.measured() if p.wall_ms_per_batch > 0}
     assert ran == {(1, False), (2, False), (1, True), (2, True)}
     assert probed.gil is not None  # the reader alone beside a GIL holder, as a Python map
+
+
+@pytest.mark.slow
+def test_a_users_whole_training_is_diagnosed_and_its_readers_settings_measured(examples, tmp_path):
+    """The example's reader, network, loss and optimizer through the whole run: its Python
+    reader probed alone, the model's candidates for it (threads or processes) measured in the
+    verification rounds by address, the step recorded as built."""
+    from perfstudy.decide import analysis
+    from perfstudy.run import train
+
+    cfg = compose_run_config(["size=smoke", f"paths.results={tmp_path}", *OWN,
+                              "pipeline._target_=own_training.make_dataset",
+                              "verify.candidates=2", "pipeline.workers.generator_1=1"])
+    summary = train.run(cfg, propose=analysis.propose)
+    f = summary.factories
+    assert (f.loss, f.optimizer) == ("own_training.focal_loss", "own_training.nesterov_sgd")
+    assert f.head_outputs == summary.model_num_classes and f.labels == "class indices"
+    [probed] = summary.calibration.operators
+    assert probed.config_key == "pipeline.workers.generator_1"
+    assert {p.multiprocessing for p in probed.measured()} == {False, True}
+    plan = summary.verification.plan
+    assert plan[0].role == "current" and len(plan) >= 2
+    assert all("pipeline.workers.generator_1" in entry.settings for entry in plan)
+    assert any(p.settings != plan[0].settings for p in plan[1:])
+    assert {v.setting for v in summary.verification.rounds.kept()} == set(range(len(plan)))
