@@ -38,6 +38,17 @@ def test_dry_run_plans_the_whole_study(tmp_path):
         assert any(line.split() == [rule, str(count)] for line in out.splitlines()), rule
 
 
+def test_a_studys_own_code_is_on_the_trainings_pythonpath(tmp_path):
+    """`code:` of a study (the user's factories' folder) is put first on PYTHONPATH of its
+    trainings: the own_training study names own_training.make_dataset from docs/examples."""
+    result = snakemake("-n", "-p", "--cores", "2", "--config", "study=own_training",
+                       f"results={tmp_path}/results", workdir=tmp_path)
+    assert result.returncode == 0, result.stderr
+    trains = [line for line in result.stdout.splitlines() if "scripts/train.py" in line]
+    assert len(trains) == 2  # the diagnosed reader and its sweep
+    assert all(f"env PYTHONPATH={REPO / 'docs' / 'examples'}" in line for line in trains)
+
+
 def test_make_run_uses_the_local_workflow_profile_and_track_init_runs_before_the_trainings(tmp_path):
     makefile = (REPO / "Makefile").read_text()
     run = makefile[makefile.index("\nrun: "):makefile.index("\nrerun: ")]

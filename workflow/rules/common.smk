@@ -1,6 +1,7 @@
 # Helpers shared by the rule files. Every arm's Hydra config is composed here, at parse
 # time, so a bad key or value fails before anything runs, with one sentence.
 import json
+import shlex
 import sys
 from pathlib import Path
 
@@ -24,6 +25,19 @@ SCRIPTS = Path(workflow.basedir) / "scripts"
 PYTHON = (f"env PYTHONPATH={Path(workflow.basedir) / 'src'} python"
           if DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method
           else sys.executable)
+
+def train_python() -> str:
+    """PYTHON with the study's own code folders (`code:`) first on PYTHONPATH: where the
+    factories its arms name live."""
+    spec = FLOW.studies.get(STUDY)
+    folders = [str((Path(workflow.basedir) / f).resolve()) for f in (spec.code if spec else [])]
+    if not folders:
+        return PYTHON
+    if DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method:
+        return f"env PYTHONPATH={shlex.quote(':'.join([*folders, str(Path(workflow.basedir) / 'src')]))} python"
+    return (f"env PYTHONPATH={shlex.quote(':'.join(folders))}" + "${PYTHONPATH:+:$PYTHONPATH} "
+            + shlex.quote(sys.executable))
+
 
 try:
     ARMS = run_names(FLOW, STUDY)  # every run: each arm, and its repeats <arm>.r<k>

@@ -9,7 +9,7 @@ rule train:
         summary=f"{RESULTS}/runs/{{study}}/{{arm}}/summary.json",
         profile=directory(f"{RESULTS}/runs/{{study}}/{{arm}}/profile"),
     params:
-        python=PYTHON,
+        python=train_python(),
         script=SCRIPTS / "train.py",
         run_dir=lambda w: Path(f"{RESULTS}/runs/{w.study}/{w.arm}").resolve(),
     log:

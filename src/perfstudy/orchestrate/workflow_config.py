@@ -48,6 +48,8 @@ class StudySpec:
     claims: str = doc("its claims file (empty: workflow/claims/<study>.yaml if any)", default="")
     overrides: list[str] = doc("Hydra overrides every arm of this study gets after its own "
                                "(before the workflow's `overrides`)", default_factory=list)
+    code: list[str] = doc("folders of the study's own code, on PYTHONPATH for its trainings",
+                          default_factory=list)
 
 
 @dataclass(frozen=True)
