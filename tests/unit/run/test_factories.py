@@ -217,6 +217,6 @@ def test_a_network_with_fewer_outputs_than_classes_stops_before_training(tmp_pat
     with pytest.raises(ConfigError, match="does not import"):
         train.run(cfg, manifest_path=smoke_dataset)
     cfg = compose_run_config(["size=smoke", f"paths.results={tmp_path}", "data.prepared=true",
-                              "experiment=mindcv_mobilenet"])
+                              "experiment=mindcv_mobilenet", "data.prepared_format=mindrecord"])
     with pytest.raises(ConfigError, match="only the case study's pipeline reads"):
         train.run(cfg, manifest_path=smoke_dataset)
