@@ -136,12 +136,12 @@ def _resize(image, size: tuple[int, int]):
     return image.convert("RGB").resize(size, Image.Resampling.LANCZOS)
 
 
-def _prepare_one(job: tuple[str, Settings]) -> dict[str, Any]:
-    """Decode one source JPEG at reduced DCT scale where possible, resize, re-encode."""
+def _reencode(source, settings: Settings) -> dict[str, Any]:
+    """Decode one JPEG (a path or a file object) at reduced DCT scale where possible, resize to
+    the bound, re-encode."""
     from PIL import Image
 
-    path, settings = job
-    with Image.open(path) as image:
+    with Image.open(source) as image:
         width, height = image.size
         size = target_size(width, height, settings)
         if size != (width, height):
@@ -150,7 +150,22 @@ def _prepare_one(job: tuple[str, Settings]) -> dict[str, Any]:
     buffer = io.BytesIO()
     resized.save(buffer, format="JPEG", quality=settings.quality)
     return {"blob": buffer.getvalue(), "width": width, "height": height,
-            "out_width": size[0], "out_height": size[1], "bytes": os.path.getsize(path)}
+            "out_width": size[0], "out_height": size[1]}
+
+
+def _prepare_one(job: tuple[str, Settings]) -> dict[str, Any]:
+    """One source file prepared (its bytes re-encoded at the bound, and its size)."""
+    path, settings = job
+    return {**_reencode(path, settings), "bytes": os.path.getsize(path)}
+
+
+def prepare_bytes(blob: bytes, settings: Settings) -> tuple[bytes, float, float]:
+    """One encoded image prepared in memory as the prepared copy prepares its file: (the
+    prepared bytes, megapixels before, after). An image within the bound comes back re-encoded
+    at its own size, as the copy stores it."""
+    done = _reencode(io.BytesIO(blob), settings)
+    return (done["blob"], done["width"] * done["height"] / 1e6,
+            done["out_width"] * done["out_height"] / 1e6)
 
 
 def psnr(a: np.ndarray, b: np.ndarray) -> float:

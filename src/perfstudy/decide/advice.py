@@ -132,3 +132,42 @@ class Advice(Model):
     def of(cls, model: Model, **fields) -> Advice:
         """The advice on `model`: its fields, and the prediction's (`fields`)."""
         return cls(**{f.name: getattr(model, f.name) for f in dataclasses.fields(Model)}, **fields)
+
+
+@dataclass(frozen=True)
+class PreparedRow:
+    """The decode remedy's predicted step at one setting."""
+
+    settings: Settings = doc("every sized key's workers (and processes)")
+    step_ms: float = doc("the predicted step on the prepared source")
+    binding: str = doc("what binds there: pipeline | network | cpu | gil")
+    levelled: bool = doc("levelled on the run (the same thing binds as in the run)")
+
+
+@dataclass(frozen=True)
+class PreparedPrediction:
+    """The step this arm's pipeline is predicted to take on its source prepared at the bounded
+    resolution (perfstudy.decide.fixes.prepared_prediction; diagnosis.json's
+    recommendation.prepared_prediction)."""
+
+    megapixels_now: float = doc("the source's mean megapixels per image")
+    megapixels_prepared: float = doc("... once prepared at the bound")
+    rule: str | None = doc("the bound in words")
+    decoding_stage: str = doc("the stage that decodes, as the model names it")
+    binding_now: str = doc("what binds at the run's own setting on the source")
+    now: float = doc("the predicted step at the run's own setting, prepared")
+    predictions: list[PreparedRow] = doc("every setting the model tried, prepared")
+    basis: str = doc("scaled: its measured cost x the megapixels' ratio (a C++ decoding map); "
+                     "probed: the map measured alone on its captured rows prepared at the bound "
+                     "(a decoding map that also runs Python)", default="scaled")
+
+    def step_at(self, settings: Settings) -> float | None:
+        """The predicted step at a run's own operator settings (None: not among them)."""
+        for row in self.predictions:
+            if all(row.settings.get(k) == v for k, v in settings.items() if k in row.settings):
+                return row.step_ms
+        return None
+
+    @property
+    def best(self) -> PreparedRow:
+        return min(self.predictions, key=lambda r: r.step_ms)

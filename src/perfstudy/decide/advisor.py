@@ -45,7 +45,7 @@ import pandas as pd
 
 from perfstudy.common.thresholds import WITHIN_BEST, pct
 from perfstudy.decide.advice import Advice, CurvePoint, Model, Prediction, ProbePoint, Stage, Swing
-from perfstudy.run.probe_record import GilPoint, ProbedOperator
+from perfstudy.run.probe_record import GilPoint, PreparedProbe, ProbedOperator
 from perfstudy.run.settings import BUILTIN_PIPELINE, MP, PRIMARY_KEY, Settings
 from perfstudy.run.summary import RunSummary
 
@@ -65,7 +65,7 @@ def _num(value: Any, default: float = 0.0) -> float:
     return default if value is None or (isinstance(value, float) and math.isnan(value)) else float(value)
 
 
-def _points(probe: ProbedOperator | None) -> list[ProbePoint]:
+def probe_points(probe: ProbedOperator | PreparedProbe | None) -> list[ProbePoint]:
     """A probe's measured points (perfstudy.run.opprobe writes them into the calibration)."""
     return [ProbePoint(p.workers, p.multiprocessing, p.wall_ms_per_batch, p.cpu_ms_per_batch)
             for p in (probe.measured() if probe else [])]
@@ -91,9 +91,9 @@ def _profiled_stages(summary: RunSummary, ops: pd.DataFrame) -> tuple[list[Stage
                 "workers_now": workers, "multiprocessing_now": _flag(row.get("multiprocessing")),
                 "cpu_ms_per_batch": cpu_ms[int(row["op_id"])]}
         probe = probed.get(row["config_key"])
-        points = _points(probe)
+        points = probe_points(probe)
         if points:
-            stages.append(Stage(**base, **_probed_fields(points, probe.gil)))
+            stages.append(Stage(**base, **probed_fields(points, probe.gil)))
             continue
         per_worker = _num(row.get("cpu_pct_per_worker"), _num(row["cpu_pct"]) / workers)
         busy = min(1.0, max(per_worker / 100, 1e-3))
@@ -124,7 +124,7 @@ def _probed_stage(probe: ProbedOperator, summary: RunSummary) -> Stage:
     """A Python operator's stage from its probe alone (a run without a dataset profile)."""
     settings = summary.operator_settings or {}
     key = probe.config_key
-    fields = _probed_fields(_points(probe), probe.gil)
+    fields = probed_fields(probe_points(probe), probe.gil)
     name = str(probe.operation or key).rpartition(":")[2]
     # an addressed map reads 'map_2 [RandomCropDecodeResize, ..., HWC2CHW]': its operations
     # (what decides a culprit's kind, e.g. decode) are in the brackets; a callable is its own
@@ -146,7 +146,7 @@ def gil_share(gil: GilPoint | None, alone_ms: float | None = None) -> float | No
     return min(1.0, max(0.0, gil.gil_ms_per_batch / reference))
 
 
-def _probed_fields(points: list[ProbePoint], gil: GilPoint | None = None) -> dict[str, Any]:
+def probed_fields(points: list[ProbePoint], gil: GilPoint | None = None) -> dict[str, Any]:
     """A probed stage's kind, points, how busy one thread worker is alone, and the share of its
     time that needs the GIL: measured beside a GIL holder (`gil`, the probe's point); without
     that point, Python that computes (>= half a core) counts as all GIL, one that waits as none."""
@@ -176,7 +176,7 @@ def _calibration_stages(summary: RunSummary) -> list[Stage]:
     cal = summary.calibration
     workers = summary.num_parallel_workers.effective
     cores = summary.num_parallel_workers.cpu_count
-    probed = [_probed_stage(p, summary) for p in cal.operators if _points(p)]
+    probed = [_probed_stage(p, summary) for p in cal.operators if probe_points(p)]
     probed_cpu = sum(stage_ms(s, s.workers_now, s.multiprocessing_now, cores)[1] for s in probed)
     rest_cpu = max(cal.pipeline_cpu_ms - probed_cpu, 0.0)
     busy = min(1.0, max(rest_cpu, 1e-3) / max(cal.pipeline_wall_ms * min(workers, cores), 1e-9))

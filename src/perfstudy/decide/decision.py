@@ -33,10 +33,10 @@ from perfstudy.common.records import from_dict
 from perfstudy.common.thresholds import GAIN_THAT_MATTERS, NOT_STEADY, WITHIN_BEST, pct
 from perfstudy.decide.advice import Advice, Prediction, Stage, Swing
 from perfstudy.decide.advisor import COMPUTES, canonical, describe_settings, predict, stage_ms, step_swing
-from perfstudy.decide.fixes import DECODE_OPS, prepared_prediction, remedies
+from perfstudy.decide.fixes import prepared_prediction, remedies
 from perfstudy.decide.recommendation import OperatorEvidence, Recommendation, Validity
 from perfstudy.decide.verification import FEW_ROUNDS, HELPS, INCONCLUSIVE, Checked, protocol_words, verdict
-from perfstudy.run.settings import ADDRESSED, MP, Settings
+from perfstudy.run.settings import ADDRESSED, DECODE_OPS, MP, Settings
 from perfstudy.run.summary import RunSummary
 
 

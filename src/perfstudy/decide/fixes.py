@@ -5,31 +5,44 @@ resolution (the decode remedy), at every setting the model tried."""
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
 
 from perfstudy.common.thresholds import pct
-from perfstudy.decide.advice import Advice, Prediction, Stage
-from perfstudy.decide.advisor import predict
-from perfstudy.run.settings import BUILTIN_PIPELINE, Settings
+from perfstudy.decide.advice import Advice, Prediction, PreparedPrediction, PreparedRow, Stage
+from perfstudy.decide.advisor import predict, probe_points, probed_fields
+from perfstudy.run.settings import BUILTIN_PIPELINE, DECODE_OPS, Settings
 from perfstudy.run.summary import RunSummary
 
-DECODE_OPS = ("Decode", "RandomCropDecodeResize", "DecodeVideo")
 
-
-def prepared_prediction(advice: Advice, summary: RunSummary) -> dict[str, Any] | None:
+def prepared_prediction(advice: Advice, summary: RunSummary) -> PreparedPrediction | None:
     """The step this arm's pipeline is predicted to take on its source prepared at the bounded
-    resolution (perfstudy.data.prepare), at every setting the model tried: the decoding stage's
-    measured cost scaled by megapixels (decode cost is per pixel), the rest as measured.
-    None when nothing decodes or the source is already within the bound."""
+    resolution (perfstudy.data.prepare), at every setting the model tried: a C++ decoding
+    stage's measured cost scaled by megapixels (decode cost is per pixel); a decoding map that
+    also runs Python (probed alone) as the probe measured it on its rows prepared at the bound
+    (its Python's cost does not scale with the source's pixels); the rest as measured. None
+    when nothing decodes, the source is already within the bound, or a probed decoding map
+    was not probed on prepared rows."""
     data = summary.dataset
     now_mp, target_mp = data.mean_megapixels, data.bounded_megapixels
-    decoding = [s for s in advice.stages
-                if s.kind != "probed" and any(op in DECODE_OPS for op in s.operations)]
-    if not decoding or not now_mp or not target_mp or target_mp >= now_mp:
+    if not now_mp or not target_mp or target_mp >= now_mp:
+        return None
+    on_prepared = {p.config_key: p.prepared for p in summary.calibration.operators if p.prepared}
+    decoding = [s for s in advice.stages if any(op in DECODE_OPS for op in s.operations)
+                and (s.kind != "probed" or s.key in on_prepared)]
+    if not decoding:
         return None
     ratio = target_mp / now_mp
-    scaled = replace(advice, stages=[replace(s, cpu_ms_per_batch=s.cpu_ms_per_batch * ratio)
-                                     if s in decoding else s for s in advice.stages])
+
+    def prepared_stage(stage: Stage) -> Stage:
+        if stage not in decoding:
+            return stage
+        if stage.kind != "probed":
+            return replace(stage, cpu_ms_per_batch=stage.cpu_ms_per_batch * ratio)
+        probe = on_prepared[stage.key]
+        fields = probed_fields(probe_points(probe), probe.gil)
+        one = min(fields["points"], key=lambda p: (p.multiprocessing, p.workers))
+        return replace(stage, cpu_ms_per_batch=one.cpu_ms_per_batch, **fields)
+
+    scaled = replace(advice, stages=[prepared_stage(s) for s in advice.stages])
     own = predict(advice, advice.now).binding
 
     def step(row: Prediction) -> float:
@@ -39,19 +52,17 @@ def prepared_prediction(advice: Advice, summary: RunSummary) -> dict[str, Any] |
         return row.step_ms if row.binding == own else row.model_step_ms
 
     rows = [predict(scaled, r.settings) for r in advice.predictions]
-    return {"megapixels_now": now_mp, "megapixels_prepared": target_mp, "rule": data.bound_rule,
-            "decoding_stage": decoding[0].label, "binding_now": own,
-            "now": step(predict(scaled, advice.now)),
-            "predictions": [{"settings": r.settings, "step_ms": step(r), "binding": r.binding,
-                             "levelled": r.binding == own} for r in rows]}
+    return PreparedPrediction(
+        megapixels_now=now_mp, megapixels_prepared=target_mp, rule=data.bound_rule,
+        decoding_stage=decoding[0].label,
+        basis="probed" if decoding[0].kind == "probed" else "scaled", binding_now=own,
+        now=step(predict(scaled, advice.now)),
+        predictions=[PreparedRow(r.settings, step(r), r.binding, r.binding == own) for r in rows])
 
 
-def prepared_step_at(prediction: dict[str, Any] | None, settings: Settings) -> float | None:
+def prepared_step_at(prediction: PreparedPrediction | None, settings: Settings) -> float | None:
     """The predicted prepared step at a run's own operator settings (None if not predicted)."""
-    for row in (prediction or {}).get("predictions", []):
-        if all(row["settings"].get(k) == v for k, v in settings.items() if k in row["settings"]):
-            return row["step_ms"]
-    return None
+    return prediction.step_at(settings) if prediction else None
 
 
 def _decode_remedy(advice: Advice, summary: RunSummary, best: Prediction) -> str:
@@ -63,11 +74,12 @@ def _decode_remedy(advice: Advice, summary: RunSummary, best: Prediction) -> str
     text = f"decode less: {size}" + (f" and {mp:.2f} megapixels per image" if mp else "")
     prepared = prepared_prediction(advice, summary)
     if prepared:
-        smaller = min(prepared["predictions"], key=lambda r: r["step_ms"])
-        text += (f"; the decode cost scales with megapixels, so the source prepared at a bounded "
-                 f"resolution ({prepared['megapixels_prepared']:.3f} MP: {prepared['rule']}) is "
-                 f"predicted to give {prepared['now']:.0f} ms per step at the current setting and "
-                 f"{smaller['step_ms']:.0f} ms at the best, against {best.step_ms:.0f} ms at the "
+        how = ("the decode cost scales with megapixels" if prepared.basis == "scaled" else
+               f"{prepared.decoding_stage}, probed on its rows prepared, decodes less")
+        text += (f"; {how}, so the source prepared at a bounded "
+                 f"resolution ({prepared.megapixels_prepared:.3f} MP: {prepared.rule}) is "
+                 f"predicted to give {prepared.now:.0f} ms per step at the current setting and "
+                 f"{prepared.best.step_ms:.0f} ms at the best, against {best.step_ms:.0f} ms at the "
                  f"best setting now ({_prepare_how(summary)})")
     return text
 
@@ -116,8 +128,8 @@ def remedies(kind: str | None, advice: Advice, stage: Stage | None,
     if best.binding == "cpu":
         prepared = prepared_prediction(advice, summary)
         # the CPUs are full and decoding fills them: a smaller source lowers the floor itself
-        decode = ([_decode_remedy(advice, summary, best)] if prepared and min(
-            r["step_ms"] for r in prepared["predictions"]) < 0.95 * best.step_ms else [])
+        decode = ([_decode_remedy(advice, summary, best)]
+                  if prepared and prepared.best.step_ms < 0.95 * best.step_ms else [])
         return decode + [f"nothing {'else ' if decode else ''}in the pipeline's settings: the CPUs are full (pipeline "
                 f"{best.pipeline_cpu_ms:.0f} + network {advice.network_cpu_ms:.0f} CPU-ms per "
                 f"step on {cores} CPUs = {best.cpu_floor_ms:.0f} ms); cheaper transforms, an "

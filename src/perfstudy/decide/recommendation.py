@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from perfstudy.common.records import doc, read_record, write_record
-from perfstudy.decide.advice import Advice, Swing
+from perfstudy.decide.advice import Advice, PreparedPrediction, Swing
 from perfstudy.decide.readings import Readings
 from perfstudy.decide.verification import Checked
 from perfstudy.measure.minddata import IteratorWait
@@ -112,7 +112,7 @@ class Recommendation:
                                          default=None)
     workers: int | None = doc("the culprit's recommended workers (set_workers only)", default=None)
     remedies: list[str] = doc("what would help, by the culprit's kind", default_factory=list)
-    prepared_prediction: dict[str, Any] | None = doc(
+    prepared_prediction: PreparedPrediction | None = doc(
         "the step predicted on the source prepared at the bounded resolution", default=None)
     verified: bool = doc("the answer was decided by the verification windows", default=False)
     model_answer: ModelAnswer | None = doc("the model's own answer, before measurement",

@@ -87,7 +87,8 @@ def _cost(info: dict[str, Any]) -> Cost:
                 bytes_before=info["before"]["bytes"], bytes_after=info["after"]["record_bytes"],
                 megapixels_before=info["before"]["mean_megapixels"],
                 megapixels_after=info["after"]["mean_megapixels"],
-                psnr_min_db=info["psnr_db"]["min"], rule=info["rule"])
+                psnr_min_db=info["psnr_db"]["min"], rule=info["rule"],
+                format=info["format"] or "mindrecord")
 
 
 def _source(arm, source) -> SourcePair | None:
@@ -129,10 +130,11 @@ def lines(remedies: Remedies) -> list[str]:
     if not remedies.arms:
         return []
     c = remedies.arms[0].cost
-    out = [f"Preparation, once ({', '.join(r.arm for r in remedies.arms)} read the same record): "
+    made = "MindRecord" if c.format == "mindrecord" else "ImageFolder copy"
+    out = [f"Preparation, once ({', '.join(r.arm for r in remedies.arms)} read the same {made}): "
            f"{c.wall_s:.1f} s wall, {c.cpu_s:.1f} s CPU on {c.workers} worker(s); "
            f"{c.bytes_before / 1e6:,.1f} MB of JPEGs -> a {c.bytes_after / 1e6:,.2f} MB "
-           f"MindRecord; {c.megapixels_before:.2f} -> {c.megapixels_after:.4f} megapixels per "
+           f"{made}; {c.megapixels_before:.2f} -> {c.megapixels_after:.4f} megapixels per "
            f"image, {c.rule}."]
     for r in remedies.arms:
         out.append(_line(r))

@@ -23,11 +23,12 @@ class Cost:
     cpu_s: float = doc("its CPU time")
     workers: int = doc("the processes it used")
     bytes_before: int = doc("the source JPEGs' bytes")
-    bytes_after: int = doc("the MindRecord's bytes")
+    bytes_after: int = doc("the prepared copy's bytes (its MindRecord or ImageFolder files)")
     megapixels_before: float = doc("mean megapixels per source image")
     megapixels_after: float = doc("mean megapixels per prepared image")
     psnr_min_db: float = doc("the lowest PSNR of a prepared image against a resize of the full decode")
     rule: str = doc("the bound on the resolution, in words")
+    format: str = doc("mindrecord | imagefolder", default="mindrecord")
 
 
 @dataclass(frozen=True)

@@ -106,7 +106,7 @@ def verdict_line(arm: Arm, baseline: Arm | None) -> str:
             decode_words if decode else REMEDY_WORDS.get(kind, "more cores or an accelerator"))
         parts.append(f"do: {todo}")
         if decode and prepared:
-            parts.append(f"predicted {prepared['now']:.0f} ms prepared")
+            parts.append(f"predicted {prepared.now:.0f} ms prepared")
     measured = f"measured {s.steady_step_ms:.0f} ms"
     if baseline is not None and arm is not baseline:
         measured += f", {baseline.summary.steady_step_ms / s.steady_step_ms:.2f}x the baseline"

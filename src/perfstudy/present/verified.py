@@ -64,8 +64,8 @@ def accuracy_by_kind(arms: list) -> pd.DataFrame:
     out = []
     for (kind, held_out), group in frame.groupby(["kind", "held_out"]):
         out.append({"operator kind": kind, "held out": "yes" if held_out else "no",
-                    "settings": len(group), "mean |error|": f"{pct(group['error'].mean(), 1)}",
-                    "worst |error|": f"{pct(group['error'].max(), 1)}",
+                    "settings": len(group), "mean absolute error": f"{pct(group['error'].mean(), 1)}",
+                    "worst absolute error": f"{pct(group['error'].max(), 1)}",
                     f"within {pct(PREDICTION_TARGET)}":
                         f"{(group['error'] <= PREDICTION_TARGET).sum()} of {len(group)}"})
     return pd.DataFrame(out)

@@ -43,15 +43,17 @@ import random
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import mindspore.dataset as ds
 import numpy as np
 import psutil
 
+from perfstudy.data import prepare
 from perfstudy.run.pipeline import BUILTIN, SlowReader
-from perfstudy.run.probe_record import GilPoint, ProbedOperator, ProbeReading
+from perfstudy.run.probe_record import GilPoint, PreparedProbe, ProbedOperator, ProbeReading
+from perfstudy.run.settings import DECODE_OPS
 from perfstudy.run.transforms import load_transform
 
 log = logging.getLogger(__name__)
@@ -123,15 +125,53 @@ class _Op:
     make: Callable[[], Any] | None = None
     source: Callable[[int, bool], ds.Dataset] | None = None
     processes: bool = True
+    prepared: _PreparedRows | None = None
+
+
+@dataclass
+class _PreparedRows:
+    """A decoding map's captured rows with their images prepared at the bounded resolution."""
+
+    items: list
+    megapixels_before: float
+    megapixels_after: float
 
 
 CAPTURED_ROWS = 4  # inputs captured per map at least (its real inputs, cycled); up to a batch
 MAX_CAPTURED = 64  # ... of at most this many rows (memory: a row may be a 16 MP JPEG)
 
 
-def _python_maps(pipe_cfg, root: str) -> list[_Op]:
+def _prepared_rows(rows: list, columns: list[str], input_columns: Any,
+                   settings: prepare.Settings) -> _PreparedRows | None:
+    """The captured rows with the map's image column (its first input, encoded bytes) prepared
+    as the decode remedy's copy prepares each file; None when it holds no encoded image or no
+    image is beyond the bound."""
+    first = input_columns if isinstance(input_columns, str) else (list(input_columns or []) or [None])[0]
+    if first not in columns:
+        return None
+    index = columns.index(first)
+    prepared, before, after = [], [], []
+    for row in rows:
+        blob = row[index]
+        if not (isinstance(blob, np.ndarray) and blob.ndim == 1 and blob.dtype == np.uint8):
+            return None  # not encoded bytes: decoded already above the map
+        try:
+            small, mp_before, mp_after = prepare.prepare_bytes(blob.tobytes(), settings)
+        except OSError:  # not an image Pillow reads: nothing to prepare here
+            return None
+        prepared.append((*row[:index], np.frombuffer(small, dtype=np.uint8), *row[index + 1:]))
+        before.append(mp_before)
+        after.append(mp_after)
+    if not rows or np.mean(after) >= np.mean(before):
+        return None
+    return _PreparedRows(prepared, float(np.mean(before)), float(np.mean(after)))
+
+
+def _python_maps(pipe_cfg, root: str, prepared: prepare.Settings | None = None) -> list[_Op]:
     """Any pipeline's maps that run Python (a Python op among C++ ones included), each probed as
-    the whole map: its operations on its real inputs, captured from the operator below it."""
+    the whole map: its operations on its real inputs, captured from the operator below it. A
+    map that decodes also gets its rows prepared at the bound (`prepared`: the remedy's
+    settings), to be probed again on them."""
     from perfstudy.run import factories, pipeline
 
     data = pipeline.create_train_dataset(root, pipe_cfg, 1, 0, one_pass=True)
@@ -156,10 +196,14 @@ def _python_maps(pipe_cfg, root: str) -> list[_Op]:
             iterator.stop()
         if not rows:
             continue
+        columns = child.get_col_names()
+        decodes = any(op in DECODE_OPS for op in node["operations"])
         found.append(_Op(node["config_key"], f"{node['address']} [{', '.join(node['operations'])}]",
                          bool(node.get("per_batch")), per_batch, node.get("num_parallel_workers"),
-                         bool(node.get("multiprocessing")), rows, child.get_col_names(),
-                         built.input_columns, make_all=lambda b=built: b.operations))
+                         bool(node.get("multiprocessing")), rows, columns,
+                         built.input_columns, make_all=lambda b=built: b.operations,
+                         prepared=(_prepared_rows(rows, columns, built.input_columns, prepared)
+                                   if decodes and prepared is not None else None)))
     return found
 
 
@@ -176,10 +220,10 @@ def _python_source(node: dict, built: ds.GeneratorDataset, batch_size: int) -> _
                source=alone)
 
 
-def _operators(pipe_cfg, root: str) -> list[_Op]:
+def _operators(pipe_cfg, root: str, prepared: prepare.Settings | None = None) -> list[_Op]:
     """The Python operators of this pipeline, each with a builder of it alone at w workers."""
     if pipe_cfg._target_ != BUILTIN:
-        return _python_maps(pipe_cfg, root)
+        return _python_maps(pipe_cfg, root, prepared)
     size, batch = pipe_cfg.image_size, pipe_cfg.batch_size
     rng = np.random.default_rng(0)
     found = []
@@ -301,37 +345,58 @@ def _gil_point(op: _Op, pipe_cfg, rows: int, batches: float) -> GilPoint:
                     [round(r["gil"], 1) for r in readings])
 
 
-def probe(pipe_cfg, root: str, cpus: int) -> list[ProbedOperator]:
+def _measure(op: _Op, pipe_cfg, cpus: int) -> tuple[list[ProbeReading], GilPoint | None]:
+    """One operator alone at 1..cpus workers, threads and processes (a reader: threads), and its
+    GIL point."""
+    rows = max(op.rows_per_batch, MIN_ROWS if op.rows_per_batch > 1 else 4)
+    batches = rows / op.rows_per_batch
+    points = []
+    for processes in ((False, True) if op.processes else (False,)):
+        for workers in range(1, cpus + 1):
+            # a fresh process pool serves its first rows slowly (start-up, shared memory):
+            # warm it for half a batch, as training runs it for many
+            warm = max(2 * workers, min(op.rows_per_batch // 2, 16)) if processes else 2 * workers
+            try:
+                wall, cpu = _time_pipeline(_alone(op, pipe_cfg, workers, processes,
+                                                  warm + rows), warm, rows)
+            except Exception as exc:  # noqa: BLE001 - e.g. a transform that cannot be pickled
+                log.warning("probe of %s at %d %s workers failed: %s", op.operation, workers,
+                            "process" if processes else "thread", exc)
+                points.append(ProbeReading(workers, processes, error=(
+                    str(exc).strip() or type(exc).__name__).splitlines()[0][:200]))
+                continue
+            points.append(ProbeReading(workers, processes, 1e3 * wall / batches,
+                                       1e3 * cpu / batches))
+    gil = (_gil_point(op, pipe_cfg, rows, batches)
+           if op.processes and any(p.ran for p in points) else None)
+    return points, gil
+
+
+def _described(points: list[ProbeReading], gil: GilPoint | None) -> str:
+    return ", ".join(f"{p.workers}{'p' if p.multiprocessing else 't'} {p.wall_ms_per_batch:.0f} ms"
+                     for p in points if p.ran) + (
+        f"; needs the GIL {gil.gil_ms_per_batch:.0f} ms per batch" if gil else "")
+
+
+def probe(pipe_cfg, root: str, cpus: int,
+          prepared: prepare.Settings | None = None) -> list[ProbedOperator]:
     """Each Python operator alone at 1..cpus workers, threads and processes (the reader:
-    threads); returns one entry per operator with its measured points."""
+    threads); returns one entry per operator with its measured points. With `prepared` (the
+    decode remedy's settings), a map that decodes is probed again on its rows prepared at the
+    bound: the remedy's prediction then reads that map's cost measured."""
     results = []
-    for op in _operators(pipe_cfg, root):
-        rows = max(op.rows_per_batch, MIN_ROWS if op.rows_per_batch > 1 else 4)
-        batches = rows / op.rows_per_batch
-        points = []
-        for processes in ((False, True) if op.processes else (False,)):
-            for workers in range(1, cpus + 1):
-                # a fresh process pool serves its first rows slowly (start-up, shared memory):
-                # warm it for half a batch, as training runs it for many
-                warm = max(2 * workers, min(op.rows_per_batch // 2, 16)) if processes else 2 * workers
-                try:
-                    wall, cpu = _time_pipeline(_alone(op, pipe_cfg, workers, processes,
-                                                      warm + rows), warm, rows)
-                except Exception as exc:  # noqa: BLE001 - e.g. a transform that cannot be pickled
-                    log.warning("probe of %s at %d %s workers failed: %s", op.operation, workers,
-                                "process" if processes else "thread", exc)
-                    points.append(ProbeReading(workers, processes, error=(
-                        str(exc).strip() or type(exc).__name__).splitlines()[0][:200]))
-                    continue
-                points.append(ProbeReading(workers, processes, 1e3 * wall / batches,
-                                           1e3 * cpu / batches))
-        gil = (_gil_point(op, pipe_cfg, rows, batches)
-               if op.processes and any(p.ran for p in points) else None)
-        found = ProbedOperator(op.config_key, op.operation, op.per_batch, op.workers_now,
-                               op.multiprocessing_now, points, gil)
-        results.append(found)
-        log.info("probe %s alone: %s", op.operation, ", ".join(
-            f"{p.workers}{'p' if p.multiprocessing else 't'} {p.wall_ms_per_batch:.0f} ms"
-            for p in found.measured())
-            + (f"; needs the GIL {gil.gil_ms_per_batch:.0f} ms per batch" if gil else ""))
+    for op in _operators(pipe_cfg, root, prepared):
+        points, gil = _measure(op, pipe_cfg, cpus)
+        on_prepared = None
+        if op.prepared is not None and any(p.ran for p in points):
+            small = replace(op, items=op.prepared.items, prepared=None)
+            prepared_points, prepared_gil = _measure(small, pipe_cfg, cpus)
+            on_prepared = PreparedProbe(op.prepared.megapixels_before, op.prepared.megapixels_after,
+                                        len(op.prepared.items), prepared_points, prepared_gil)
+            log.info("probe %s on its rows prepared (%.2f -> %.4f MP): %s", op.operation,
+                     op.prepared.megapixels_before, op.prepared.megapixels_after,
+                     _described(prepared_points, prepared_gil))
+        results.append(ProbedOperator(op.config_key, op.operation, op.per_batch, op.workers_now,
+                                      op.multiprocessing_now, points, gil, on_prepared))
+        log.info("probe %s alone: %s", op.operation, _described(points, gil))
     return results

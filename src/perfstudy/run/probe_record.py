@@ -38,6 +38,22 @@ class GilPoint:
 
 
 @dataclass(frozen=True)
+class PreparedProbe:
+    """The same operator alone on its captured rows prepared at the bounded resolution (the
+    decode remedy, perfstudy.data.prepare applied to each row's image bytes): what a decoding
+    map that also runs Python costs on the prepared source, measured, not scaled by pixels."""
+
+    megapixels_before: float = doc("mean megapixels of the captured rows' images")
+    megapixels_after: float = doc("... once prepared")
+    rows: int = doc("captured rows prepared (cycled to a batch)")
+    points: list[ProbeReading] = doc("every setting measured on the prepared rows")
+    gil: GilPoint | None = doc("its GIL point on the prepared rows", default=None)
+
+    def measured(self) -> list[ProbeReading]:
+        return [p for p in self.points if p.ran]
+
+
+@dataclass(frozen=True)
 class ProbedOperator:
     """One Python operator of the pipeline, probed alone."""
 
@@ -48,6 +64,9 @@ class ProbedOperator:
     multiprocessing_now: bool = doc("in processes in the run")
     points: list[ProbeReading] = doc("every setting measured")
     gil: GilPoint | None = doc("its GIL point (None: a reader, or no setting ran)", default=None)
+    prepared: PreparedProbe | None = doc("a decoding map probed again on its rows prepared at "
+                                         "the bounded resolution (None: it decodes nothing, or "
+                                         "its source is within the bound)", default=None)
 
     def measured(self) -> list[ProbeReading]:
         return [p for p in self.points if p.ran]

@@ -11,6 +11,9 @@ PRIMARY_KEY = "pipeline.num_parallel_workers"  # the article's map
 ADDRESSED = "pipeline.workers."  # a settings key of any pipeline's operator, by address
 # the case study's own pipeline factory: its config keys are aliases of operator addresses
 BUILTIN_PIPELINE = "perfstudy.run.pipeline.case_study"
+# MindSpore's operations that decode an image (a stage running one is decode-bound by kind, and
+# its cost scales with the source's pixels: the decode remedy)
+DECODE_OPS = ("Decode", "RandomCropDecodeResize", "DecodeVideo")
 # Operator settings: workers per sized operator by its config key, and <key>:multiprocessing
 # True when its Python runs in worker processes ({"pipeline.workers.map_2": 2, ...}).
 Settings = dict[str, int | bool]

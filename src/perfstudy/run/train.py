@@ -168,7 +168,14 @@ def calibrate(step: TrainStep, batch, cfg, workers: Workers, root: str) -> Calib
     return Calibration(compute_wall_ms=compute_wall * 1e3, compute_cpu_ms=compute_cpu * 1e3,
                        pipeline_wall_ms=pipe_wall * 1e3, pipeline_cpu_ms=pipe_cpu * 1e3,
                        compute_steps=count, pipeline_batches=batches,
-                       operators=opprobe.probe(cfg.pipeline, root, workers.cpu_count))
+                       operators=opprobe.probe(cfg.pipeline, root, workers.cpu_count,
+                                               _remedy_settings(cfg)))
+
+
+def _remedy_settings(cfg) -> prepare.Settings | None:
+    """The decode remedy's settings the probe prepares a decoding map's rows with (None when the
+    run reads a prepared source already: the remedy is what it measures)."""
+    return None if cfg.data.prepared else prepare.Settings.from_config(cfg)
 
 
 def dataset_facts(cfg, manifest: dict[str, Any]) -> DatasetFacts:

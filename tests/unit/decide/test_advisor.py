@@ -272,11 +272,63 @@ def test_the_prepared_source_is_predicted_from_the_decode_cost_per_megapixel():
     predicted = fixes.prepared_prediction(advice, make_summary(summary))
     # the map's 3040 CPU-ms per batch at 16 MP is 3.04 at 0.016 MP: the network's 500 ms binds
     assert fixes.prepared_step_at(predicted, {settings.PRIMARY_KEY: 1}) == pytest.approx(500.0, rel=0.02)
-    assert predicted["now"] == pytest.approx(500.0, rel=0.02)
-    assert {r["binding"] for r in predicted["predictions"]} == {"network"}
+    assert predicted.now == pytest.approx(500.0, rel=0.02)
+    assert predicted.basis == "scaled"
+    assert {r.binding for r in predicted.predictions} == {"network"}
     assert fixes.prepared_step_at(predicted, {settings.PRIMARY_KEY: 99}) is None
     # nothing decodes, or the source is already within the bound: no prediction
     typed = make_summary(summary)
     assert fixes.prepared_prediction(advisor.advise(typed, _ops(95.0, 95.0)), typed) is None
     within = {**summary, "dataset": {"mean_megapixels": 0.01, "bounded_megapixels": 0.01}}
     assert fixes.prepared_prediction(advisor.advise(make_summary(within), ops), make_summary(within)) is None
+
+
+def _mixed_map(prepared=None):
+    # mindcv's image map: decode and RandAugment (Python) in one map, probed alone (no profile)
+    summary = {**_summary(cores=2, pipe_wall=2500.0, pipe_cpu=2600.0, net_wall=500.0, net_cpu=900.0,
+                          steady=2700.0),
+               "dataset": {"mean_megapixels": 16.0, "bounded_megapixels": 0.016}}
+    summary["operator_settings"] = {"pipeline.workers.map_2": 1}
+
+    def point(workers, processes, wall, cpu):
+        return {"workers": workers, "multiprocessing": processes, "wall_ms_per_batch": wall,
+                "cpu_ms_per_batch": cpu}
+
+    summary["calibration"]["operators"] = [{
+        "config_key": "pipeline.workers.map_2",
+        "operation": "map_2 [RandomCropDecodeResize, RandAugment, HWC2CHW]",
+        "per_batch": False, "workers_now": 1, "multiprocessing_now": False,
+        "points": [point(1, False, 2400.0, 2400.0), point(2, False, 1300.0, 2500.0)],
+        "prepared": prepared}]
+    return make_summary(summary)
+
+
+def test_a_decoding_map_with_python_is_predicted_prepared_from_its_probe_on_prepared_rows():
+    # its Python (RandAugment) does not shrink with the pixels: the prepared rows' probe says
+    # what the map costs there, not the whole map's 2400 ms scaled by 0.001 (2.4 ms: the
+    # network's 500 ms would bind)
+    def prepared_at(wall_ms):
+        prepared = {"megapixels_before": 16.0, "megapixels_after": 0.016, "rows": 32, "points": [
+            {"workers": 1, "multiprocessing": False, "wall_ms_per_batch": wall_ms, "cpu_ms_per_batch": wall_ms},
+            {"workers": 2, "multiprocessing": False, "wall_ms_per_batch": wall_ms, "cpu_ms_per_batch": wall_ms}]}
+        summary = _mixed_map(prepared)
+        advice = advisor.advise(summary, None)
+        return advice, summary, fixes.prepared_prediction(advice, summary)
+
+    advice, summary, predicted = prepared_at(900.0)
+    assert predicted.basis == "probed"
+    assert predicted.decoding_stage.startswith("map_2 [RandomCropDecodeResize")
+    at_one = fixes.prepared_step_at(predicted, {"pipeline.workers.map_2": 1})
+    assert predicted.now == pytest.approx(at_one)
+    # the map's Python needs the GIL (no GIL point: it computes, so all of it) and takes turns
+    # with the network's 500 ms: 900 + 500, levelled as the run (the same thing binds)
+    assert predicted.binding_now == "gil" and predicted.predictions[0].levelled
+    assert at_one == pytest.approx((900.0 + 500.0) * advice.level, rel=0.01)
+    # the measured prepared cost moves the prediction one for one (600 ms less -> 600 x level)
+    _, _, cheaper = prepared_at(300.0)
+    assert at_one - cheaper.now == pytest.approx(600.0 * advice.level, rel=0.01)
+    # the words say the map was probed on prepared rows
+    assert "probed on its rows prepared" in fixes._decode_remedy(advice, summary, advice.predictions[0])
+    # not probed on prepared rows: no prediction (never a guess from pixels)
+    unprobed = _mixed_map(None)
+    assert fixes.prepared_prediction(advisor.advise(unprobed, None), unprobed) is None

@@ -340,7 +340,10 @@ def test_the_remedy_is_read_paired_by_round_where_the_prepared_arm_measured_its_
         def __init__(self, name, summary, diagnosis=None):
             self.name, self.summary, self.diagnosis, self.steps = name, summary, diagnosis, []
 
-    prediction = {"predictions": [{"settings": settings, "step_ms": 600.0}]}
+    prediction = {"megapixels_now": 16.0, "megapixels_prepared": 0.016, "rule": None,
+                  "decoding_stage": "Map #2 [Decode]", "basis": "scaled", "binding_now": "pipeline",
+                  "now": 600.0, "predictions": [{"settings": settings, "step_ms": 600.0,
+                                                 "binding": "network", "levelled": False}]}
     source = Arm("baseline", make_summary(arm="baseline", run="baseline", steady_step_ms=3000.0,
                                           operator_settings=settings, dataset_sha256=sha,
                                           num_parallel_workers={"effective": 1}),

@@ -111,7 +111,7 @@ def test_saturated_cpu_says_no_worker_setting_helps_and_what_would():
     assert "16.00 megapixels per image" in rec.sentence  # the source size, with what it would give
     # a 4:3 source at a 114 px short side (its smallest crop is not upsampled to 32 px): 0.017 MP
     assert "prepared at a bounded resolution (0.017 MP" in rec.sentence
-    assert rec.prepared_prediction["megapixels_prepared"] == pytest.approx(152 * 114 / 1e6)
+    assert rec.prepared_prediction.megapixels_prepared == pytest.approx(152 * 114 / 1e6)
     assert result.headline.startswith("CPU-bound: pipeline and network together keep the 2 CPUs busy")
     assert "moderately input-bound" in result.headline
     # input-bound by the bands: the culprit is the slowest operator, not one found by its swing

@@ -220,3 +220,30 @@ def test_a_network_with_fewer_outputs_than_classes_stops_before_training(tmp_pat
                               "experiment=mindcv_mobilenet", "data.prepared_format=mindrecord"])
     with pytest.raises(ConfigError, match="only the case study's pipeline reads"):
         train.run(cfg, manifest_path=smoke_dataset)
+
+
+def test_a_decoding_map_that_runs_python_is_probed_again_on_its_rows_prepared(smoke_dataset):
+    """mindcv's image map (decode + RandAugment) probed on its captured rows and again on the
+    same rows prepared at the bound, as data.prepared's copy prepares each file: the decode
+    remedy's prediction reads the map's measured cost there. A map that decodes nothing is
+    probed once."""
+    from perfstudy.data import prepare
+    from perfstudy.run import opprobe
+
+    cfg = _cfg("experiment=mindcv_resnet50")
+    settings = prepare.Settings.from_config(compose_run_config(["size=smoke", "experiment=mindcv_resnet50"]))
+    probes = {p.config_key: p for p in opprobe.probe(cfg.pipeline, load_manifest(smoke_dataset)["root"],
+                                                      1, settings)}
+    image_map = probes["pipeline.workers.map_2"]
+    on_prepared = image_map.prepared
+    # the smoke photos (320 x 240) prepared at the 32 px crop bound (152 x 114), as the copy does
+    assert on_prepared.megapixels_before == pytest.approx(320 * 240 / 1e6)
+    assert prepare.target_size(320, 240, settings) == (152, 114)
+    assert on_prepared.megapixels_after == pytest.approx(152 * 114 / 1e6)
+    assert on_prepared.rows == 4  # a smoke batch of rows, as captured
+    assert {(p.workers, p.multiprocessing) for p in on_prepared.measured()} == {(1, False), (1, True)}
+    assert on_prepared.gil is not None
+    assert probes["pipeline.workers.map_3"].prepared is None  # the Mixup map decodes nothing
+    # the run's own pipeline read already prepared (or no remedy settings): probed once
+    assert all(p.prepared is None for p in opprobe.probe(
+        cfg.pipeline, load_manifest(smoke_dataset)["root"], 1, None))
