@@ -41,8 +41,16 @@ def _settings(arm) -> dict[str, Any]:
     return settings
 
 
+def _training(arm) -> tuple:
+    """What must be the same for two arms to differ only in their data: the factories (model,
+    pipeline, loss, optimizer, precision, labels), the batch and the input size."""
+    s = arm.summary
+    return s.factories, s.batch_size, s.image_size
+
+
 def pair(arm, arms: list) -> Any | None:
-    """The arm that read this prepared arm's source at the same operator settings."""
+    """The arm that read this prepared arm's source with the same training at the same operator
+    settings (a study with two models pairs each prepared arm with its own model's)."""
     info = _prepared(arm)
     if not info:
         return None
@@ -50,7 +58,7 @@ def pair(arm, arms: list) -> Any | None:
     for other in arms:
         if (other is not arm and not _prepared(other)
                 and other.summary.dataset_sha256 == source_sha
-                and _settings(other) == _settings(arm)):
+                and _settings(other) == _settings(arm) and _training(other) == _training(arm)):
             return other
     return None
 

@@ -384,6 +384,16 @@ def test_the_remedy_is_read_paired_by_round_where_the_prepared_arm_measured_its_
     got = _by_id(claims.score(spec, [source, prepared()]))
     assert "not paired" in got["five"].detail and "not paired" in got["predicted"].detail
     assert got["predicted"].measured == pytest.approx(0.20, abs=0.01) and got["predicted"].result == "does not hold"
+    # another model on the same source at the same settings is not its source arm (a study of
+    # two models pairs each prepared arm with its own model's): only the same training pairs
+    other_model = Arm("mobilenet", make_summary(
+        arm="mobilenet", run="mobilenet", steady_step_ms=1900.0, operator_settings=settings,
+        dataset_sha256=sha, num_parallel_workers={"effective": 1},
+        factories={"model": "mindcv.models.create_model", "model_name": "mobilenet", "pipeline":
+                   "perfstudy.run.pipeline.case_study"}))
+    mine = prepared()
+    assert remedy.pair(mine, [other_model, mine]) is None
+    assert remedy.pair(mine, [other_model, source, mine]) is source
 
 
 def test_the_advisors_prediction_of_another_arm_is_read_against_the_paired_speedup():
