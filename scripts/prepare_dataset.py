@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 from perfstudy.data import dataset, prepare
+from perfstudy.data.prepared_record import PreparedFacts
 from perfstudy.orchestrate.cli import UserError, main_guard, setup_logging
 
 log = logging.getLogger("prepare_dataset")
@@ -37,13 +38,13 @@ def main() -> None:
     settings = prepare.Settings(**spec["settings"])
     manifest = dataset.load_manifest(prepare.prepare(args.source, settings, folder,
                                                   workers=max(1, args.workers)))
-    before, after, cost = manifest["before"], manifest["after"], manifest["preparation"]
+    facts = PreparedFacts.from_manifest(manifest, where=args.out)
+    before, after, cost = facts.before, facts.after, facts.preparation
     log.info("prepared %d images (%s): %.1f MB, %.2f MP/image -> %.2f MB, %.4f MP/image "
              "(short side %d..%d px), PSNR >= %.1f dB; %.1f s wall, %.1f s CPU",
-             manifest["num_images"], manifest["rule"], before["bytes"] / 1e6,
-             before["mean_megapixels"], after["bytes"] / 1e6, after["mean_megapixels"],
-             after["short_side_min"], after["short_side_max"], manifest["psnr_db"]["min"],
-             cost["wall_s"], cost["cpu_s"])
+             manifest["num_images"], facts.rule, before.bytes / 1e6, before.mean_megapixels,
+             after.bytes / 1e6, after.mean_megapixels, after.short_side_min,
+             after.short_side_max, facts.psnr_db.min, cost.wall_s, cost.cpu_s)
 
 
 if __name__ == "__main__":

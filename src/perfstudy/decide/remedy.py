@@ -14,6 +14,7 @@ import math
 from typing import Any
 
 from perfstudy.common.thresholds import GAIN_THAT_MATTERS, pct
+from perfstudy.data.prepared_record import PreparedFacts
 from perfstudy.decide.fixes import prepared_step_at
 from perfstudy.decide.paired import prediction_error
 from perfstudy.decide.remedy_record import Cost, PairedGain, Remedies, RemedyEvidence, SourcePair
@@ -30,7 +31,7 @@ SAME = ("what does not: the images, their labels and their order under the same 
         "transforms, batch, network, optimizer and seed")
 
 
-def _prepared(arm) -> dict[str, Any] | None:
+def _prepared(arm) -> PreparedFacts | None:
     return arm.summary.dataset.prepared
 
 
@@ -54,7 +55,7 @@ def pair(arm, arms: list) -> Any | None:
     info = _prepared(arm)
     if not info:
         return None
-    source_sha = (info.get("source_manifest") or {}).get("dataset_sha256")
+    source_sha = info.source_manifest.dataset_sha256
     for other in arms:
         if (other is not arm and not _prepared(other)
                 and other.summary.dataset_sha256 == source_sha
@@ -89,14 +90,13 @@ def evidence(arms: list) -> Remedies:
     return Remedies(arms=rows)
 
 
-def _cost(info: dict[str, Any]) -> Cost:
-    cost = info["preparation"]
-    return Cost(wall_s=cost["wall_s"], cpu_s=cost["cpu_s"], workers=cost["workers"],
-                bytes_before=info["before"]["bytes"], bytes_after=info["after"]["record_bytes"],
-                megapixels_before=info["before"]["mean_megapixels"],
-                megapixels_after=info["after"]["mean_megapixels"],
-                psnr_min_db=info["psnr_db"]["min"], rule=info["rule"],
-                format=info["format"] or "mindrecord")
+def _cost(info: PreparedFacts) -> Cost:
+    cost = info.preparation
+    return Cost(wall_s=cost.wall_s, cpu_s=cost.cpu_s, workers=cost.workers,
+                bytes_before=info.before.bytes, bytes_after=info.after.record_bytes,
+                megapixels_before=info.before.mean_megapixels,
+                megapixels_after=info.after.mean_megapixels,
+                psnr_min_db=info.psnr_db.min, rule=info.rule, format=info.format)
 
 
 def _source(arm, source) -> SourcePair | None:
@@ -107,7 +107,7 @@ def _source(arm, source) -> SourcePair | None:
     predicted = prepared_step_at(source.diagnosis.recommendation.prepared_prediction
                                  if source.diagnosis else None, _settings(arm))
     per_epoch = max(1, s.dataset.num_images // s.batch_size)
-    payback = _prepared(arm)["preparation"]["wall_s"] * 1e3 / saving_ms if saving_ms > 0 else None
+    payback = _prepared(arm).preparation.wall_s * 1e3 / saving_ms if saving_ms > 0 else None
     return SourcePair(arm=source.name, step_ms=base.steady_step_ms,
                       images_per_s=base.images_per_s,
                       speedup=s.images_per_s / base.images_per_s,

@@ -230,11 +230,11 @@ def prepared_tags(summary: RunSummary) -> dict[str, str]:
     if not info:
         return {f"{TAG}data": "source"}
     return {f"{TAG}data": "prepared",
-            f"{TAG}prepared.format": str(info.get("format")),
-            f"{TAG}prepared.rule": str(info.get("rule"))[:250],
-            f"{TAG}prepared.source_dataset_sha256": str(info["source_manifest"]["dataset_sha256"]),
-            f"{TAG}prepared.megapixels": f"{info['before']['mean_megapixels']:.3f} -> "
-                                         f"{info['after']['mean_megapixels']:.4f}"}
+            f"{TAG}prepared.format": info.format,
+            f"{TAG}prepared.rule": info.rule[:250],
+            f"{TAG}prepared.source_dataset_sha256": info.source_manifest.dataset_sha256,
+            f"{TAG}prepared.megapixels": f"{info.before.mean_megapixels:.3f} -> "
+                                         f"{info.after.mean_megapixels:.4f}"}
 
 
 def remedy_metrics(r: RemedyEvidence) -> dict[str, float]:

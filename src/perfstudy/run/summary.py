@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from perfstudy.common.records import doc, read_record, write_record
+from perfstudy.data.prepared_record import PreparedFacts
 from perfstudy.measure.profiling import ProfileMeta
 from perfstudy.run.autotune import Tuned
 from perfstudy.run.probe_record import ProbedOperator
@@ -126,8 +127,8 @@ class DatasetFacts:
         "mean megapixels at this config's bounded resolution (the decode remedy's size)",
         default=None)
     bound_rule: str | None = doc("the rule that sets the bounded resolution", default=None)
-    prepared: dict[str, Any] | None = doc(
-        "for a prepared dataset: its format, record, source manifest, settings and what the "
+    prepared: PreparedFacts | None = doc(
+        "for a prepared dataset: its format, record, source, settings, sizes and what the "
         "preparation took (perfstudy.data.prepare)", default=None)
 
 

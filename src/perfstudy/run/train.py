@@ -29,6 +29,7 @@ from perfstudy.common.provenance import environment, full_environment, git_state
 from perfstudy.common.records import from_dict
 from perfstudy.data import dataset as data_mod
 from perfstudy.data import prepare, sources
+from perfstudy.data.prepared_record import PreparedFacts
 from perfstudy.measure import steptrace
 from perfstudy.measure.profiling import ProfileMeta, RunProfiler, extra_steps
 from perfstudy.run import autotune, opprobe, pipeline, remedy_rounds, sweep, verify
@@ -183,11 +184,8 @@ def dataset_facts(cfg, manifest: dict[str, Any]) -> DatasetFacts:
     have prepared at this config's bound (the decode remedy's prediction); a prepared one's
     source and preparation."""
     settings = prepare.Settings.from_config(cfg)
-    prepared = None
-    if manifest.get("source") == "prepared":
-        prepared = {k: manifest.get(k) for k in (
-            "format", "record", "source_manifest", "settings", "rule", "before", "after",
-            "psnr_db", "preparation")}
+    prepared = (PreparedFacts.from_manifest(manifest) if manifest.get("source") == "prepared"
+                else None)
     return DatasetFacts(
         source=manifest.get("source"), root=manifest.get("root"),
         num_images=manifest.get("num_images"), num_classes=manifest.get("num_classes"),

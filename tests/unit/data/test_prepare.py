@@ -62,6 +62,28 @@ def test_manifest_names_source_settings_sizes_and_cost(prepared, smoke_dataset):
     sources.verify(manifest)
 
 
+def test_the_summary_carries_the_manifest_as_a_typed_record(prepared, smoke_dataset):
+    """What a run summary carries of a prepared dataset is made from its manifest in one place
+    (PreparedFacts), read back from summary.json unchanged, and a manifest without one of its
+    facts is refused with a sentence naming the field, never read as a missing key later."""
+    from perfstudy.common.records import RecordError, from_dict, to_dict
+    from perfstudy.data.prepared_record import PreparedFacts
+
+    manifest, settings = prepared
+    facts = PreparedFacts.from_manifest(manifest)
+    assert facts.format == "mindrecord" and facts.record == prepare.RECORD
+    assert facts.source_manifest.sha256 == hashlib.sha256(smoke_dataset.read_bytes()).hexdigest()
+    assert facts.settings.image_size == settings.image_size and facts.settings.format == settings.format
+    assert facts.after.mean_megapixels == manifest["after"]["mean_megapixels"]
+    assert facts.preparation.workers == 2 and facts.psnr_db.min == manifest["psnr_db"]["min"]
+    assert from_dict(PreparedFacts, json.loads(json.dumps(to_dict(facts)))) == facts
+    # the shape is the manifest's own: what a summary recorded before the record reads back
+    assert to_dict(facts) == {k: manifest[k] for k in to_dict(facts)}
+    broken = {k: v for k, v in manifest.items() if k != "psnr_db"}
+    with pytest.raises(RecordError, match="psnr_db"):
+        PreparedFacts.from_manifest(broken)
+
+
 def test_prepared_images_are_the_source_resized(prepared, smoke_dataset):
     from PIL import Image
 
