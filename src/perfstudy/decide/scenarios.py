@@ -35,6 +35,7 @@ from perfstudy.decide.recommendation import Recommendation
 from perfstudy.measure.intervals import MedianInterval
 from perfstudy.measure.nearbest import Near, Placed
 from perfstudy.run.settings import MP
+from perfstudy.run.summary import ScenarioPlace
 from perfstudy.run.sweep_record import Sweep, label
 
 UNSCORED_PREFETCH = "unscored (prefetch_size is not swept)"
@@ -108,8 +109,10 @@ class PredictionPoint:
         return (self.predicted_ms - self.measured.median) / self.measured.median
 
 
-def _spec(arm) -> dict:
-    return arm.summary.scenario or {}
+def _role(arm, role: str, name: str) -> bool:
+    """Is this arm the scenario `name`'s run in `role`?"""
+    place = arm.summary.scenario
+    return place is not None and place.role == role and place.name == name
 
 
 def _setting_of(settings: dict, key: str) -> tuple[int, bool]:
@@ -136,10 +139,10 @@ def score(runs: list) -> tuple[list[ScenarioScore], list[PredictionPoint]]:
     """(one record per diagnosed scenario with a measured sweep, one per swept setting)."""
     arms = [r for r in runs if r.summary.repeat == 1]
     scores, points = [], []
-    for diagnosed in [a for a in arms if _spec(a).get("role") == "diagnosed"]:
-        spec = _spec(diagnosed)
-        truth = next((a for a in arms if _spec(a).get("role") == "truth"
-                      and _spec(a)["name"] == spec["truth"] and a.summary.sweep), None)
+    for diagnosed in [a for a in arms if a.summary.scenario
+                      and a.summary.scenario.role == ScenarioPlace.DIAGNOSED]:
+        truth = next((a for a in arms if _role(a, ScenarioPlace.TRUTH, diagnosed.summary.scenario.truth)
+                      and a.summary.sweep), None)
         answer = diagnosed.diagnosis.recommendation if diagnosed.diagnosis else None
         advice = diagnosed.diagnosis.advisor if diagnosed.diagnosis else None
         if truth is None or answer is None or advice is None:
@@ -153,7 +156,7 @@ def score(runs: list) -> tuple[list[ScenarioScore], list[PredictionPoint]]:
 
 def _score(diagnosed, sweep: Sweep, answer: Recommendation, advice, arms
            ) -> tuple[ScenarioScore, list[PredictionPoint]]:
-    spec, key = _spec(diagnosed), sweep.key
+    spec, key = diagnosed.summary.scenario, sweep.key
     placed = sweep.placed(GAIN_THAT_MATTERS)
     steady = [(p, pl) for p, pl in zip(sweep.points, placed, strict=True) if pl.step]
     fastest_point, fastest = min(steady, key=lambda pair: pair[1].step.median)
@@ -166,7 +169,7 @@ def _score(diagnosed, sweep: Sweep, answer: Recommendation, advice, arms
     own = _setting_of(diagnosed.summary.operator_settings or {}, key)
     pick, own_place = _placed_at(sweep, placed, picked), _placed_at(sweep, placed, own)
     pick_ms = pick.step.median if pick and pick.step else None
-    points = [PredictionPoint(spec["name"], f"{key}={point.label}", pl.step,
+    points = [PredictionPoint(spec.name, f"{key}={point.label}", pl.step,
                               predict(advice, point.settings).step_ms) for point, pl in steady]
     if action != "cannot_help":
         wrong_no_help = False
@@ -180,7 +183,7 @@ def _score(diagnosed, sweep: Sweep, answer: Recommendation, advice, arms
     opened = None if left_open is None else _setting_of(left_open.settings, key)
     kept = f"keep ({label(*own)})"
     found = ScenarioScore(
-        scenario=spec["name"], held_out=bool(spec.get("held_out")), swept=key,
+        scenario=spec.name, held_out=spec.held_out, swept=key,
         rounds=len(sweep.rounds.orders), stopped=sweep.rounds.stopped,
         verdict=diagnosed.diagnosis.bound, culprit_named=answer.culprit_label or "none",
         moves=moved, culprit_right=right,
@@ -194,8 +197,8 @@ def _score(diagnosed, sweep: Sweep, answer: Recommendation, advice, arms
         worst_prediction_error=max(abs(p.error) for p in points),
         analyzer=analyzer_score(diagnosed.diagnosis.peers.msanalyzer if diagnosed.diagnosis.peers
                                 else None, sweep, placed, moved),
-        autotune=autotune_score(next((a for a in arms if _spec(a).get("role") == "peer"
-                                      and _spec(a)["name"] == spec["name"]), None), sweep, placed),
+        autotune=autotune_score(next((a for a in arms if _role(a, ScenarioPlace.PEER, spec.name)),
+                                     None), sweep, placed),
         inconclusive=inconclusive, open_candidate=None if opened is None else label(*opened),
         open_place=None if opened is None else _placed_at(sweep, placed, opened))
     return found, points

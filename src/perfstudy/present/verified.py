@@ -54,7 +54,7 @@ def accuracy_by_kind(arms: list) -> pd.DataFrame:
         advice = (arm.diagnosis.advisor if arm.diagnosis else None)
         if not advice:
             continue
-        held_out = bool((arm.summary.scenario or {}).get("held_out"))
+        held_out = arm.summary.scenario is not None and arm.summary.scenario.held_out
         for row in accuracy_rows(arm.diagnosis.recommendation.verification):
             rows.append({"kind": operator_kind(advice, row.settings), "held_out": held_out,
                          "error": abs(row.error)})

@@ -94,6 +94,21 @@ class Resources:
 
 
 @dataclass(frozen=True)
+class ScenarioPlace:
+    """Where a run sits in a diagnosis benchmark (the study's scenario config, scenario.*)."""
+
+    DIAGNOSED, TRUTH, PEER = "diagnosed", "truth", "peer"
+
+    name: str = doc("the scenario whose sweep this run belongs to, or which it diagnoses")
+    role: str = doc("diagnosed: the profiled run; truth: the run that measures the sweep; "
+                    "peer: the scenario run by a peer tool (MindSpore's AutoTune)")
+    truth: str = doc("the diagnosed run's ground truth: the scenario whose sweep scores it", "")
+    key: str = doc("the config key the sweep varies", "")
+    held_out: bool = doc("kept out of any fitting of the advisor's model (a held-out check)",
+                         False)
+
+
+@dataclass(frozen=True)
 class Factories:
     """The `_target_` factories that built the training, and how its step computes (None: a
     summary written before the loss and optimizer were factories: the study's own)."""
@@ -168,7 +183,8 @@ class RunSummary:
     final_loss: float = doc("the loss of the last step")
     drain_rule: str = doc("how the window's start was found (the buffered batches drained)")
     num_parallel_workers: Workers = doc("map workers requested, effective, defaults, CPUs")
-    scenario: dict[str, Any] | None = doc("the scenario's config (benchmark studies only)")
+    scenario: ScenarioPlace | None = doc("where the run sits in a diagnosis benchmark "
+                                         "(benchmark studies only)")
     operator_settings: Settings = doc(
         "workers (and processes: <key>_multiprocessing) per sized operator, by config key")
     queue_capacity_batches: float = doc("batches the operators' declared queues hold when full")
