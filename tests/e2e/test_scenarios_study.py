@@ -11,7 +11,7 @@ from conftest import REPO, SNAKEMAKE, env_without_mlflow
 
 from perfstudy.common.io import read_json
 from perfstudy.decide.advisor import canonical
-from perfstudy.run.summary import read_summary
+from perfstudy.run.summary import ScenarioPlace, read_summary
 
 pytestmark = pytest.mark.slow
 
@@ -54,8 +54,8 @@ def test_scenarios_are_diagnosed_swept_scored_and_tracked(tmp_path):
             assert answer["culprit_key"] in advice["now"]
     # the sweep: one run, every setting (threads and processes) in interleaved rounds
     swept = read_summary(runs / "python_cpu_sweep")
-    assert swept.scenario == {"name": "python_cpu", "role": "truth", "truth": "python_cpu",
-                              "key": "pipeline.extra_transform_workers", "held_out": False}
+    assert swept.scenario == ScenarioPlace(name="python_cpu", role=ScenarioPlace.TRUTH,
+                                           truth="python_cpu", key="pipeline.extra_transform_workers")
     sweep = swept.sweep
     assert [p.label for p in sweep.points] == ["1", "1 (processes)", "2", "2 (processes)"]
     assert sweep.points[3].settings["pipeline.extra_transform_workers:multiprocessing"] is True
