@@ -38,6 +38,7 @@ from typing import Any, Optional
 import numpy as np
 
 from perfstudy.common.config_schema import PipelineConfig
+from perfstudy.common.records import doc
 from perfstudy.data.dataset import (
     MANIFEST,
     DatasetError,
@@ -63,13 +64,14 @@ PSNR_SAMPLE = 8  # images whose re-encoding is checked against a resize of the f
 class Settings:
     """Everything that determines the prepared bytes (recorded in the manifest)."""
 
-    image_size: int
-    short_side: Optional[int]  # None: per image, the smallest side that keeps crops >= image_size
-    quality: int
-    format: str = "mindrecord"  # mindrecord | imagefolder
-    scale_min: float = CROP_SCALE[0]
-    ratio_min: float = CROP_RATIO[0]
-    ratio_max: float = CROP_RATIO[1]
+    image_size: int = doc("the network's input side in px (the crop's output)")
+    short_side: Optional[int] = doc("a fixed short side in px; None: per image, the smallest at "
+                                    "which no random crop is upsampled")
+    quality: int = doc("JPEG quality of the re-encoded images")
+    format: str = doc("mindrecord | imagefolder", "mindrecord")
+    scale_min: float = doc("the random crop's smallest area share", CROP_SCALE[0])
+    ratio_min: float = doc("the random crop's smallest aspect ratio", CROP_RATIO[0])
+    ratio_max: float = doc("the random crop's largest aspect ratio", CROP_RATIO[1])
 
     @classmethod
     def from_config(cls, cfg) -> Settings:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from perfstudy.common.records import doc, from_dict
+from perfstudy.data.prepare import Settings
 
 
 @dataclass(frozen=True)
@@ -23,20 +24,6 @@ class PreparedSource:
                               "pairs with the prepared arm")
     root: str = doc("the source's folder")
     source: str | None = doc("how the source was made: generated | folder", None)
-
-
-@dataclass(frozen=True)
-class PreparationSettings:
-    """Everything that determined the prepared bytes (perfstudy.data.prepare.Settings)."""
-
-    image_size: int = doc("the network's input side in px (the crop's output)")
-    short_side: int | None = doc("a fixed short side in px; None: per image, the smallest at "
-                                 "which no random crop is upsampled")
-    quality: int = doc("JPEG quality of the re-encoded images")
-    format: str = doc("mindrecord | imagefolder", "mindrecord")
-    scale_min: float = doc("the random crop's smallest area share", 0.08)
-    ratio_min: float = doc("the random crop's smallest aspect ratio", 0.75)
-    ratio_max: float = doc("the random crop's largest aspect ratio", 1.333)
 
 
 @dataclass(frozen=True)
@@ -88,7 +75,7 @@ class PreparedFacts:
     record: str = doc("the record inside the dataset's folder (train.mindrecord, or images/ "
                       "for an ImageFolder copy)")
     source_manifest: PreparedSource = doc("the dataset it was made from")
-    settings: PreparationSettings = doc("the preparation's settings")
+    settings: Settings = doc("the preparation's settings (perfstudy.data.prepare.Settings)")
     rule: str = doc("the bound in words")
     before: SizeBefore = doc("the source's images")
     after: SizeAfter = doc("the prepared images")
