@@ -6,8 +6,8 @@
 import argparse
 import sys
 
-from perfstudy.decide.analysis import analyze_run
 from perfstudy.measure.minddata import ProfileFormatError
+from perfstudy.orchestrate.analyze import analyze_run
 from perfstudy.orchestrate.cli import main_guard, setup_logging
 
 

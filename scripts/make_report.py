@@ -11,8 +11,8 @@ import sys
 from pathlib import Path
 
 from perfstudy.common import config
-from perfstudy.decide import claims_file, scorecard
-from perfstudy.decide.arm import load_arm
+from perfstudy.decide import claims, scorecard
+from perfstudy.decide.arms import load_arm
 from perfstudy.orchestrate.cli import UserError, main_guard, setup_logging
 from perfstudy.present import history, mlflow_fields, mlflow_store, report, sentences
 
@@ -46,7 +46,7 @@ def main() -> None:
                         help="the study's claims file (YAML); none: the report has no scorecard")
     args = parser.parse_args()
     setup_logging()
-    spec = claims_file.load(args.claims) if args.claims else None  # a bad file fails before any work
+    spec = claims.load(args.claims) if args.claims else None  # a bad file fails before any work
     arms = []
     for name in args.arms:
         run_dir = Path(args.runs_dir) / name

@@ -15,7 +15,7 @@ import pandas as pd
 
 from perfstudy.common import config
 from perfstudy.common.io import read_json, read_table, write_json
-from perfstudy.decide.recommendation import read_diagnosis
+from perfstudy.decide.diagnosis import read_diagnosis
 from perfstudy.orchestrate.cli import main_guard, setup_logging
 from perfstudy.present import live, mlflow_fields, mlflow_store, tracking
 from perfstudy.run.summary import read_summary

@@ -13,10 +13,9 @@ from pathlib import Path
 import pandas as pd
 
 from perfstudy.common.io import read_json, write_json
-from perfstudy.decide.claim_result import read_scorecard
-from perfstudy.decide.diagnosis import verdict_label
-from perfstudy.decide.recommendation import read_diagnosis
-from perfstudy.decide.remedy_record import read_remedies
+from perfstudy.decide.diagnosis import read_diagnosis, verdict_label
+from perfstudy.decide.remedy_proof import read_remedies
+from perfstudy.decide.scorecard import read_scorecard
 from perfstudy.orchestrate.cli import main_guard, setup_logging
 from perfstudy.present import history, mlflow_fields, mlflow_store, tracking
 from perfstudy.run.summary import read_summary

@@ -10,9 +10,9 @@ from pathlib import Path
 
 from perfstudy.common.io import write_text_atomic
 from perfstudy.common.records import schema_text
-from perfstudy.decide.claim_result import Scorecard
-from perfstudy.decide.recommendation import Diagnosis
-from perfstudy.decide.remedy_record import Remedies
+from perfstudy.decide.diagnosis import Diagnosis
+from perfstudy.decide.remedy_proof import Remedies
+from perfstudy.decide.scorecard import Scorecard
 from perfstudy.run.summary import RunSummary
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "schemas"

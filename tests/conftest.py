@@ -66,7 +66,7 @@ def gate_overrides(path: Path, after: int = 16) -> list[str]:
 def analysed(tmp_path_factory):
     """The real cpu_demo baseline and tuned runs (tests/fixtures/cpu_demo), analysed once;
     read-only for the tests that share them."""
-    from perfstudy.decide.analysis import analyze_run
+    from perfstudy.orchestrate.analyze import analyze_run
 
     out = tmp_path_factory.mktemp("cpu_demo")
     for arm in ("baseline", "tuned"):

@@ -78,7 +78,7 @@ BASE_DIAGNOSIS: dict[str, Any] = {
 
 def make_recommendation(fields: dict[str, Any] | None = None, **more: Any):
     """A Recommendation with the fields a test sets (the rest neutral)."""
-    from perfstudy.decide.recommendation import Recommendation
+    from perfstudy.decide.decision import Recommendation
 
     return from_dict(Recommendation, {**BASE_RECOMMENDATION, **(fields or {}), **more},
                      "a test's recommendation")
@@ -86,7 +86,7 @@ def make_recommendation(fields: dict[str, Any] | None = None, **more: Any):
 
 def make_diagnosis(fields: dict[str, Any] | None = None, **more: Any):
     """A Diagnosis with the fields a test sets; `recommendation` may be a partial dict."""
-    from perfstudy.decide.recommendation import Diagnosis
+    from perfstudy.decide.diagnosis import Diagnosis
 
     data = {**BASE_DIAGNOSIS, **(fields or {}), **more}
     rec = data.get("recommendation")
@@ -146,8 +146,8 @@ def make_sweep(key: str, steps: dict[int, float], rounds_: int = 6, noise: float
 def make_advice(model, **fields: Any):
     """An Advice (diagnosis.json's `advisor`) from a Model and the fields a test sets; the rest
     neutral (predictions and curve empty, the pick the run's own setting)."""
-    from perfstudy.decide.advice import Advice
-    from perfstudy.decide.advisor import current_settings
+    from perfstudy.decide.advisor import Advice
+    from perfstudy.decide.whatif import current_settings
 
     now = fields.pop("now", None) or current_settings(model)
     neutral = {"now": now, "predictions": [], "pick": now, "curve": [], "pick_key": model.stages[0].key,
@@ -159,7 +159,7 @@ def make_advice(model, **fields: Any):
 
 def one_map_model(key: str = "pipeline.num_parallel_workers", cores: int = 2):
     """A Model of one C++ map that computes (1 worker now), for tests about what reads a model."""
-    from perfstudy.decide.advice import Model, Stage
+    from perfstudy.decide.whatif import Model, Stage
 
     stage = Stage(key=key, label="Map #3 [Decode]", op_id=3, operations=["Decode"], workers_now=1,
                   multiprocessing_now=False, cpu_ms_per_batch=1000.0, kind="computes", busy_per_worker=1.0)

@@ -9,7 +9,7 @@ import pytest
 import yaml
 from conftest import REPO, SNAKEMAKE, env_without_mlflow
 
-from perfstudy.decide.remedy_record import read_remedies
+from perfstudy.decide.remedy_proof import read_remedies
 
 # `study`: the seed case at smoke size, trained once per session (conftest.py)
 

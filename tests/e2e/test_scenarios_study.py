@@ -10,7 +10,7 @@ import pytest
 from conftest import REPO, SNAKEMAKE, env_without_mlflow
 
 from perfstudy.common.io import read_json
-from perfstudy.decide.advisor import canonical
+from perfstudy.decide.whatif import canonical
 from perfstudy.run.summary import ScenarioPlace, read_summary
 
 pytestmark = pytest.mark.slow

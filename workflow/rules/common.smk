@@ -100,7 +100,7 @@ def prepared_params(wildcards):
 def claims_input(wildcards):
     """The study's claims file (its `claims:` key, else workflow/claims/<study>.yaml when it
     exists): an input, so editing a claim rebuilds the report; [] without one."""
-    from perfstudy.decide.claims_file import claims_path
+    from perfstudy.decide.claims import claims_path
 
     path = claims_path(wildcards.study, FLOW.studies[wildcards.study].claims or None,
                        workflow.basedir)

@@ -243,7 +243,7 @@ class VerifyConfig:
     interleaved rounds (each round visits every setting once, in a random order; each visit a
     window on a freshly built pipeline); each candidate's step over the own setting's, paired
     by round, gets a 95 % interval, and only an interval wholly beyond a 10 % gain changes
-    the recommendation (perfstudy.measure.rounds, perfstudy.decide.verification)."""
+    the recommendation (perfstudy.measure.rounds, perfstudy.decide.verify)."""
 
     candidates: int = 2  # settings verified beside the run's own (0: no verification)
     warmup_steps: int = 0  # steps dropped after a window's step 0 (the graphs are warm)

@@ -1,330 +1,87 @@
-"""What-if model: the steady step at any setting of the pipeline's operators, from ONE run.
-
-Every operator whose workers a config key sets (the article's map, a map of your own, a
-per-batch map, the reader) is a stage with its own cost, measured in this run:
-* a Python operator: its probe (perfstudy.run.opprobe) ran it alone at 1..CPUs workers, in
-  threads and in processes: its stage time and CPU per batch are read off those points;
-* any other operator: the MindData profile's CPU per batch (the op's CPU % x the profiled
-  step) and how busy each worker is. A worker busier than half a core computes: its stage
-  is CPU-ms / min(workers, CPUs). One less busy waits (I/O, sleep): its stage is
-  wall-ms per worker / workers. The pipeline-alone calibration (the same pipeline, no
-  network) anchors the absolute pace of the slowest such stage at the current setting.
-Without a profile the whole pipeline is one stage (its calibration), and the sentence says so.
-
-The network: its wall and CPU time per step alone (calibration), so the cores it occupies.
-A pipelined chain runs at the pace of its slowest stage and the cores are shared:
-    step(s) = max(slowest stage, network on the cores the pipeline leaves free,
-                  CPU floor = (pipeline CPU-ms + network CPU-ms) / CPUs)
-over every setting s (each sized operator 1..CPUs workers; threads or processes for a
-Python map). The best setting is the fastest predicted; the recommendation is the cheapest
-setting (fewest workers, fewest changes) within 5 % of it. "No setting helps" is this
-model's prediction that no setting beats the current one by 5 % or more.
-A Python operator's share of time that needs the training process's GIL is measured by its
-probe (run beside a thread that holds the GIL in long stretches, as a network's step does:
-perfstudy.run.opprobe); a probe without that point counts one that computes (>= half a core
-per thread worker) as all GIL. MindSpore's graph step holds the GIL while it runs, so the
-two take turns (docs/lab-notes.md#gil-turns), in thread workers and
-(through MindSpore's dispatch) in worker processes too:
-    GIL floor     G    = GIL share x its wall-ms per batch (in threads: at 1 worker, however
-                         many there are; in processes: at that setting) + the network's
-                         wall-ms per step
-Finally the model is levelled on the run: every prediction x (measured step / modelled step at
-the run's own setting), within 0.67..1.5; the shape across settings is the model's.
-The gap share is not predicted: how the network's time stretches when the cores are
-shared is the scheduler's doing (docs/lab-notes.md#network-share).
-"""
+"""The advisor: which setting of the pipeline's operators to try, from the what-if model
+(perfstudy.decide.whatif) of ONE run: its prediction at every setting, the pick (the cheapest
+setting within 5 % of the best predicted), how a setting is said, how far each operator's own setting moves the step,
+and the advice in words (`Advice`, diagnosis.json's `advisor`). Frozen: the model is levelled
+by making a new one, never by editing."""
 
 from __future__ import annotations
 
-import itertools
-import math
-from dataclasses import replace
-from typing import Any
+import dataclasses
+from dataclasses import dataclass, replace
 
 import pandas as pd
 
+from perfstudy.common.records import doc
 from perfstudy.common.thresholds import WITHIN_BEST, pct
-from perfstudy.decide.advice import Advice, CurvePoint, Model, Prediction, ProbePoint, Stage, Swing
-from perfstudy.run.probe_record import GilPoint, PreparedProbe, ProbedOperator
-from perfstudy.run.settings import BUILTIN_PIPELINE, MP, PRIMARY_KEY, Settings
+from perfstudy.decide.whatif import (
+    LEVEL_RANGE,
+    Model,
+    Prediction,
+    Stage,
+    candidates,
+    canonical,
+    current_settings,
+    predict,
+    rates,
+    stage_options,
+)
+from perfstudy.run.settings import ADDRESSED, MP, Settings
 from perfstudy.run.summary import RunSummary
 
-COMPUTES = 0.5  # a worker busier than half a core computes; below, it mostly waits
-MAX_SETTINGS = 4096
-WELL_FILLED = 0.50  # the queue rule's thresholds (queue usage = mean size / capacity)
-NEAR_EMPTY = 0.10
-ANCHOR_RANGE = (0.5, 2.0)  # calibration / profile pace ratios accepted as the same stage
-LEVEL_RANGE = (0.67, 1.5)  # measured / modelled step at the run's own setting, as applied
+
+@dataclass(frozen=True)
+class Swing:
+    """How far one operator's own setting moves the predicted step, the others kept as they run
+    (perfstudy.decide.advisor.step_swing); the culprit's carries its CPU share."""
+
+    label: str = doc("the operator, as the report names it")
+    key: str = doc("the config key that sizes it")
+    swing: float = doc("slowest / fastest predicted step - 1")
+    slowest: Settings = doc("its setting with the slowest predicted step")
+    slowest_ms: float = doc("that step (ms)")
+    fastest: Settings = doc("its setting with the fastest predicted step")
+    fastest_ms: float = doc("that step (ms)")
+    cpu_ms_per_batch: float | None = doc("its CPU ms per batch at the current setting (the "
+                                         "culprit's only)", default=None)
+    pipeline_cpu_ms: float | None = doc("the whole pipeline's CPU ms per batch then",
+                                        default=None)
 
 
-def _flag(value: Any) -> bool:
-    return value is not None and not (isinstance(value, float) and math.isnan(value)) and bool(value)
+@dataclass(frozen=True)
+class CurvePoint:
+    """The picked operator at one worker count (MLflow plots the curve)."""
+
+    workers: int
+    step_ms: float
 
 
-def _num(value: Any, default: float = 0.0) -> float:
-    return default if value is None or (isinstance(value, float) and math.isnan(value)) else float(value)
+@dataclass(frozen=True)
+class Advice(Model):
+    """diagnosis.json's `advisor`: the model, its prediction at every setting, and its pick."""
 
+    now: Settings = doc("the run's own setting")
+    predictions: list[Prediction] = doc("every setting predicted")
+    pick: Settings = doc("the cheapest setting within 5 % of the best predicted")
+    curve: list[CurvePoint] = doc("the picked operator's workers 1..CPUs, the others as picked")
+    pick_key: str = doc("the picked operator's key")
+    pick_workers: int | None = doc("its workers in the pick")
+    predicted_best_ms: float = doc("the best predicted step")
+    predicted_pick_ms: float = doc("the predicted step at the pick")
+    predicted_now_ms: float = doc("the predicted step at the run's own setting")
+    pick_binding: str = doc("what binds at the pick")
+    now_binding: str = doc("what binds at the run's own setting")
+    now_slowest_stage: str = doc("the slowest stage at the run's own setting")
+    gain: float = doc("predicted now / pick - 1")
+    now_error: float = doc("(predicted now - measured) / measured")
+    sentence: str = doc("the prediction in words")
+    pick_is_recommendation: bool = doc("the pick is the answer's setting (else measurement "
+                                       "overruled it, or no verdict was issued)", default=True)
+    role: str = doc("what the model is to the answer", default="")
 
-def probe_points(probe: ProbedOperator | PreparedProbe | None) -> list[ProbePoint]:
-    """A probe's measured points (perfstudy.run.opprobe writes them into the calibration)."""
-    return [ProbePoint(p.workers, p.multiprocessing, p.wall_ms_per_batch, p.cpu_ms_per_batch)
-            for p in (probe.measured() if probe else [])]
-
-
-def _profiled_stages(summary: RunSummary, ops: pd.DataFrame) -> tuple[list[Stage], float]:
-    """Stages of the sized operators from the profile, and the CPU of all other operators."""
-    window = summary.profiled_window
-    step_ms = (window.steady_step_ms if window else None) or summary.steady_step_ms
-    probed = {p.config_key: p for p in summary.calibration.operators}
-    cpu_ms = {int(r["op_id"]): _num(r["cpu_pct"]) / 100 * step_ms for _, r in ops.iterrows()}
-    keyed = ops[ops["config_key"].notna()] if "config_key" in ops else ops.iloc[0:0]
-    if keyed.empty:  # a profile without config keys: the costliest map is the article's
-        maps = ops[(ops["op_type"] == "Map") & ops["cpu_pct"].notna()]
-        if maps.empty:
-            return [], 0.0
-        keyed = maps.sort_values("cpu_pct", ascending=False).iloc[:1].assign(config_key=PRIMARY_KEY)
-    stages = []
-    for _, row in keyed.iterrows():
-        workers = int(_num(row["num_workers"], 1)) or 1
-        base = {"key": row["config_key"], "label": row["label"], "op_id": int(row["op_id"]),
-                "operations": [o for o in str(row.get("operations") or "").split(", ") if o],
-                "workers_now": workers, "multiprocessing_now": _flag(row.get("multiprocessing")),
-                "cpu_ms_per_batch": cpu_ms[int(row["op_id"])]}
-        probe = probed.get(row["config_key"])
-        points = probe_points(probe)
-        if points:
-            stages.append(Stage(**base, **probed_fields(points, probe.gil)))
-            continue
-        per_worker = _num(row.get("cpu_pct_per_worker"), _num(row["cpu_pct"]) / workers)
-        busy = min(1.0, max(per_worker / 100, 1e-3))
-        # Little CPU means waiting (I/O) only where the queues say the op holds the chain
-        # up; otherwise it is idle, blocked by a slower neighbour, and costs its CPU only.
-        waits = busy < COMPUTES and _held_up_at(row, ops)
-        stages.append(Stage(**base, kind="waits" if waits else "computes", busy_per_worker=busy))
-    sized = {s.op_id for s in stages}
-    other = sum(v for k, v in cpu_ms.items() if k not in sized)
-    return stages, other
-
-
-def _held_up_at(row: pd.Series, ops: pd.DataFrame) -> bool:
-    """MindInsight's queue rule for one op: its input queue well filled, its output near empty."""
-    child = row.get("child_id")
-    if child is None or pd.isna(child) or pd.isna(row.get("queue_usage")):
-        return False
-    below = ops[ops["op_id"] == int(child)]
-    return bool(len(below)) and held_up(_num(below.iloc[0]["queue_usage"]), _num(row["queue_usage"]))
-
-
-def held_up(input_usage: float, output_usage: float) -> bool:
-    """MindInsight's queue rule: input queue well filled, own output queue near empty."""
-    return input_usage >= WELL_FILLED and output_usage <= NEAR_EMPTY
-
-
-def _probed_stage(probe: ProbedOperator, summary: RunSummary) -> Stage:
-    """A Python operator's stage from its probe alone (a run without a dataset profile)."""
-    settings = summary.operator_settings or {}
-    key = probe.config_key
-    fields = probed_fields(probe_points(probe), probe.gil)
-    name = str(probe.operation or key).rpartition(":")[2]
-    # an addressed map reads 'map_2 [RandomCropDecodeResize, ..., HWC2CHW]': its operations
-    # (what decides a culprit's kind, e.g. decode) are in the brackets; a callable is its own
-    _, bracket, inside = name.partition(" [")
-    operations = inside.rstrip("]").split(", ") if bracket else [name]
-    one = min(fields["points"], key=lambda p: (p.multiprocessing, p.workers))
-    return Stage(key=key, label=f"{name} ({key})", op_id=None, operations=operations,
-                 workers_now=int(settings.get(key) or probe.workers_now or 1),
-                 multiprocessing_now=bool(settings.get(key + MP, probe.multiprocessing_now)),
-                 cpu_ms_per_batch=one.cpu_ms_per_batch, **fields)
-
-
-def gil_share(gil: GilPoint | None, alone_ms: float | None = None) -> float | None:
-    """The share of its 1-thread time alone that an operator's GIL point (perfstudy.run.opprobe)
-    measured: of the point's own run alone, else of `alone_ms`; None without a point."""
-    reference = (gil.wall_ms_per_batch_alone if gil else None) or alone_ms
-    if not gil or not reference or reference <= 0:
-        return None
-    return min(1.0, max(0.0, gil.gil_ms_per_batch / reference))
-
-
-def probed_fields(points: list[ProbePoint], gil: GilPoint | None = None) -> dict[str, Any]:
-    """A probed stage's kind, points, how busy one thread worker is alone, and the share of its
-    time that needs the GIL: measured beside a GIL holder (`gil`, the probe's point); without
-    that point, Python that computes (>= half a core) counts as all GIL, one that waits as none."""
-    if gil and gil.wall_ms_per_batch_alone:
-        points = [_with_second_sample(p, gil.wall_ms_per_batch_alone) for p in points]
-    one = min(points, key=lambda p: (p.multiprocessing, p.workers))
-    measured = gil_share(gil, one.wall_ms_per_batch)  # of the paired run alone, timed next to it
-    busy = min(1.0, one.cpu_ms_per_batch / max(one.wall_ms_per_batch, 1e-9))
-    share = measured if measured is not None else (1.0 if busy >= COMPUTES else 0.0)
-    return {"kind": "probed", "points": points, "busy_per_worker": busy, "gil_share": share,
-            "gil_measured": measured is not None, "holds_gil": share > 0}
-
-
-def _with_second_sample(point: ProbePoint, wall_ms: float) -> ProbePoint:
-    """The 1-thread point averaged with the GIL pair's own run alone at 1 thread (a second
-    sample of the same setting, timed minutes later: the probe's points vary ~10 %)."""
-    if point.workers != 1 or point.multiprocessing:
-        return point
-    scale = (point.wall_ms_per_batch + wall_ms) / 2 / max(point.wall_ms_per_batch, 1e-9)
-    return replace(point, wall_ms_per_batch=point.wall_ms_per_batch * scale,
-                   cpu_ms_per_batch=point.cpu_ms_per_batch * scale, samples=2)
-
-
-def _calibration_stages(summary: RunSummary) -> list[Stage]:
-    """No profile: each probed Python operator from its probe, the rest of the pipeline as one
-    stage sized by the article's map, from the pipeline-alone calibration."""
-    cal = summary.calibration
-    workers = summary.num_parallel_workers.effective
-    cores = summary.num_parallel_workers.cpu_count
-    probed = [_probed_stage(p, summary) for p in cal.operators if probe_points(p)]
-    probed_cpu = sum(stage_ms(s, s.workers_now, s.multiprocessing_now, cores)[1] for s in probed)
-    rest_cpu = max(cal.pipeline_cpu_ms - probed_cpu, 0.0)
-    busy = min(1.0, max(rest_cpu, 1e-3) / max(cal.pipeline_wall_ms * min(workers, cores), 1e-9))
-    label = "the rest of the pipeline" if probed else "the pipeline"
-    key = _rest_key(summary, {s.key for s in probed})
-    if key != PRIMARY_KEY:
-        workers = int((summary.operator_settings or {}).get(key) or 1)
-    rest = Stage(key=key, label=label, op_id=None, operations=[], workers_now=workers,
-                 multiprocessing_now=False, cpu_ms_per_batch=rest_cpu, busy_per_worker=busy,
-                 kind="computes" if busy >= COMPUTES or probed else "waits")
-    return [*probed, rest]
-
-
-def _rest_key(summary: RunSummary, probed: set[str]) -> str:
-    """The key that sizes "the rest of the pipeline" without a profile: the article's map on
-    the case study's pipeline; on any other, its first sized operator not probed alone (by
-    address, as pipeline.json lists them)."""
-    if summary.factories.pipeline == BUILTIN_PIPELINE:
-        return PRIMARY_KEY
-    keys = [k for k in summary.operator_settings or {} if not k.endswith(MP) and k not in probed]
-    return keys[0] if keys else PRIMARY_KEY
-
-
-def stage_ms(stage: Stage, workers: int, processes: bool, cores: int) -> tuple[float, float]:
-    """(wall ms, CPU ms) per batch of one stage at `workers` workers."""
-    workers = max(1, min(workers, cores))  # MindSpore refuses more workers than CPUs
-    if stage.kind == "probed":
-        mode = [p for p in stage.points if p.multiprocessing == processes] or stage.points
-        point = min(mode, key=lambda p: (abs(p.workers - workers), -p.workers))
-        return point.wall_ms_per_batch, point.cpu_ms_per_batch
-    cpu = stage.cpu_ms_per_batch * stage.anchor
-    if stage.kind == "computes":
-        return cpu / workers, cpu
-    return cpu / stage.busy_per_worker / workers, cpu
-
-
-def rates(summary: RunSummary, ops: pd.DataFrame | None) -> Model:
-    """Everything the model needs, from the run itself."""
-    cal = summary.calibration
-    cores = summary.num_parallel_workers.cpu_count
-    stages, other = ([], 0.0) if ops is None or ops.empty else _profiled_stages(summary, ops)
-    source = "profile" if stages else "calibration (pipeline alone; no profile)"
-    if not stages:
-        stages = _calibration_stages(summary)
-    model = Model(source=source, cores=cores, stages=stages, other_ops_cpu_ms_per_batch=other,
-                  network_wall_ms=cal.compute_wall_ms, network_cpu_ms=cal.compute_cpu_ms,
-                  network_cores=cal.compute_cpu_ms / max(cal.compute_wall_ms, 1e-9), level=1.0)
-    return _anchor(model, cal.pipeline_wall_ms)
-
-
-def _anchor(model: Model, pipeline_wall_ms: float | None) -> Model:
-    """Scale the slowest unprobed stage so the pipeline alone at the current setting takes
-    what its calibration measured (the profile gives shares; the calibration the pace)."""
-    if not pipeline_wall_ms or model.source != "profile":
-        return model
-    now = current_settings(model)
-    parts = [stage_ms(s, now[s.key], now.get(s.key + MP, False), model.cores) for s in model.stages]
-    index = max(range(len(parts)), key=lambda i: parts[i][0])
-    slowest = model.stages[index]
-    cpu_total = sum(p[1] for p in parts) + model.other_ops_cpu_ms_per_batch
-    if slowest.kind == "probed" or parts[index][0] <= 0 or cpu_total / model.cores > parts[index][0]:
-        return model  # a probed stage is measured already; a CPU-bound pipeline alone says nothing
-    factor = pipeline_wall_ms / parts[index][0]
-    if not ANCHOR_RANGE[0] <= factor <= ANCHOR_RANGE[1]:  # they disagree: trust the profile
-        return model
-    stages = list(model.stages)
-    stages[index] = replace(slowest, anchor=factor)
-    return replace(model, stages=stages)
-
-
-def canonical(settings: Settings) -> Settings:
-    """Settings as compared and shown: threads are the absence of key + MP (never False)."""
-    return {k: v for k, v in settings.items() if not (k.endswith(MP) and not v)}
-
-
-def current_settings(model: Model) -> Settings:
-    """The run's own setting: workers per key (and processes for Python maps that use them)."""
-    settings: Settings = {}
-    for stage in model.stages:
-        settings[stage.key] = stage.workers_now
-        if stage.multiprocessing_now:
-            settings[stage.key + MP] = True
-    return settings
-
-
-def _gil_ms(stage: Stage, settings: Settings, parts: dict, cores: int) -> float:
-    """Per batch, how long a Python op keeps the network off the GIL: its GIL share of, in
-    worker processes, its stage (they overlap outside the GIL); in thread workers, one worker's
-    stage, however many there are (docs/lab-notes.md#gil-threads)."""
-    share = 1.0 if stage.gil_share is None else stage.gil_share
-    if settings.get(stage.key + MP, False):
-        return share * parts[stage.label][0]
-    return share * stage_ms(stage, 1, False, cores)[0]
-
-
-def predict(model: Model, settings: Settings | int) -> Prediction:
-    """Predicted steady step and its parts at `settings` (an int: the article's map's workers;
-    keys left out keep the run's own setting)."""
-    if not isinstance(settings, dict):
-        settings = {PRIMARY_KEY: int(settings)}
-    full = canonical({**current_settings(model), **settings})
-    cores = model.cores
-    parts = {s.label: stage_ms(s, int(full.get(s.key, s.workers_now)), bool(full.get(s.key + MP, False)), cores)
-             for s in model.stages}
-    slowest_label = max(parts, key=lambda k: parts[k][0])
-    stage = parts[slowest_label][0]
-    pipeline_cpu = sum(p[1] for p in parts.values()) + model.other_ops_cpu_ms_per_batch
-    floor = (pipeline_cpu + model.network_cpu_ms) / cores
-    # Python ops that compute take turns with the network on the training process's GIL:
-    # MindSpore's graph step holds it while it runs, and so does the map worker that hands
-    # rows to worker processes and waits for them (docs/lab-notes.md#gil-turns).
-    gil = sum(_gil_ms(s, full, parts, cores) for s in model.stages if s.holds_gil)
-    gil_floor = gil + model.network_wall_ms if gil else 0.0
-    step = network = max(stage, model.network_wall_ms, floor, gil_floor)
-    for _ in range(5):  # the network gets the cores the pipeline leaves free: a fixed point
-        left = max(cores - min(pipeline_cpu / step, cores), 0.05)
-        network = max(model.network_wall_ms, model.network_cpu_ms / min(model.network_cores, left))
-        step = max(stage, network, floor, gil_floor)
-    binding = ("gil" if gil_floor >= 0.97 * step and gil_floor > floor else
-               "cpu" if floor >= 0.97 * step else "pipeline" if stage >= network else "network")
-    return Prediction(settings=full, step_ms=step * model.level, model_step_ms=step,
-                      slowest_stage=slowest_label, slowest_stage_ms=stage, network_ms=network,
-                      cpu_floor_ms=floor, gil_floor_ms=gil_floor, gil_ms=gil,
-                      pipeline_cpu_ms=pipeline_cpu, binding=binding,
-                      stages_ms={label: round(p[0], 1) for label, p in parts.items()})
-
-
-def stage_options(model: Model, stage: Stage) -> list[Settings]:
-    """Every setting of one sized operator: 1..CPUs workers, a probed Python map also in
-    processes (threads said explicitly: a run in processes keeps them otherwise)."""
-    options: list[Settings] = [{stage.key: w} for w in range(1, model.cores + 1)]
-    if stage.kind == "probed" and any(p.multiprocessing for p in stage.points) \
-            and stage.key != "pipeline.reader_workers":
-        options = [{**o, stage.key + MP: False} for o in options]
-        options += [{stage.key: w, stage.key + MP: True} for w in range(1, model.cores + 1)]
-    return options
-
-
-def candidates(model: Model) -> list[Settings]:
-    """Every setting to predict: the product of every sized operator's options."""
-    axes = [stage_options(model, stage) for stage in model.stages]
-    combos = []
-    for parts in itertools.islice(itertools.product(*axes), MAX_SETTINGS):
-        merged: Settings = {}
-        for part in parts:
-            merged.update(part)
-        combos.append(merged)
-    return combos
+    @classmethod
+    def of(cls, model: Model, **fields) -> Advice:
+        """The advice on `model`: its fields, and the prediction's (`fields`)."""
+        return cls(**{f.name: getattr(model, f.name) for f in dataclasses.fields(Model)}, **fields)
 
 
 def step_swing(model: Model, stage: Stage) -> Swing:
@@ -422,3 +179,35 @@ def advisor_sentence(model: Model, now: Prediction, pick: Prediction, best: Pred
     return (f"{head}; {describe_settings(pick.settings, model)} gives {pick.step_ms:.0f} ms "
             f"({now.step_ms / pick.step_ms:.2f}x), within {pct(WITHIN_BEST)} of the best predicted "
             f"({best.step_ms:.0f} ms); there {pace}.")
+
+
+def setting_changes(settings: Settings, now: Settings) -> Settings:
+    """What `settings` changes against `now`: changed keys, and processes switched off (False)."""
+    settings, now = canonical(settings), canonical(now)
+    changes = {k: v for k, v in settings.items() if now.get(k) != v}
+    changes.update({k: False for k in now if k.endswith(MP) and k not in settings})
+    return changes
+
+
+def describe_changes(changes: Settings, advice: Advice | None) -> str:
+    """The changed keys as a user would type them."""
+    words = []
+    for key, value in changes.items():
+        if key.endswith(MP):
+            continue
+        text = f"{key}={value}"
+        if changes.get(key + MP):
+            text += f" with {processes_key(key)}=true"
+        words.append(text)
+    for key, value in changes.items():  # processes switched without a change of workers
+        if key.endswith(MP) and key[: -len(MP)] not in changes:
+            words.append(f"{processes_key(key[: -len(MP)])}={str(bool(value)).lower()}")
+    return ", ".join(words) or (describe_settings(advice.pick, advice) if advice else "no change")
+
+
+def processes_key(key: str) -> str:
+    """The key that runs a sized operator's Python in processes: pipeline.processes.<address>
+    for an address, the case study's <name>_multiprocessing for its own keys."""
+    if key.startswith(ADDRESSED):
+        return "pipeline.processes." + key.removeprefix(ADDRESSED)
+    return f"{key.rsplit('_workers', 1)[0]}_multiprocessing"

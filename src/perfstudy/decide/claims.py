@@ -1,4 +1,6 @@
-"""The claims scorecard: a paper's claims (and the study's own) as checks on the measured arms.
+"""A study's claims: its claims file (where it is, read through its JSON Schema,
+docs/schemas/claims.schema.json, into one sentence per problem), and each claim's measured
+value (`METRICS`): a paper's claims (and the study's own) as quantities of the measured arms.
 
 A study's claims live in a YAML file (`workflow/claims/<study>.yaml`, or the study's `claims:`
 key), so another paper's claims are scored the same way. Each claim names one measurable
@@ -14,27 +16,102 @@ quantity of one arm and a bound:
       published: 4.98            # the paper's own value, shown beside the measured one
 
 A claim whose arm did not run, or whose quantity this run cannot measure (no diagnosis, no
-arm at the advisor's pick), is `not scored` with the reason, never passed.
+arm at the advisor's pick), is `not scored` with the reason, never passed (perfstudy.decide.scorecard judges them).
 """
 
 from __future__ import annotations
 
-import copy
+import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
-import numpy as np
+import jsonschema
 import pandas as pd
+import yaml
 
-from perfstudy.common.records import from_dict
+from perfstudy.common.config import ConfigError
+from perfstudy.common.provenance import REPO_ROOT
 from perfstudy.common.thresholds import pct
-from perfstudy.decide import pick, remedy
-from perfstudy.decide.advisor import predict
-from perfstudy.decide.claim_result import ClaimResult, Scorecard
+from perfstudy.decide import arms as arms_mod
 from perfstudy.decide.diagnosis import verdict_label
 from perfstudy.decide.paired import Paired, absolute, paired_pick, paired_speedup, prediction_error
-from perfstudy.decide.remedy_record import Remedies, RemedyEvidence
-from perfstudy.measure.intervals import batch_means, median_interval
+from perfstudy.decide.remedy_proof import Remedies, RemedyEvidence
+from perfstudy.decide.whatif import predict
+from perfstudy.measure.intervals import batch_means
+
+SCHEMA = REPO_ROOT / "docs" / "schemas" / "claims.schema.json"
+
+
+def _problem(error, schema: dict[str, Any]) -> str:
+    """One jsonschema error as the part of a sentence that says what is wrong and the fix."""
+    props = schema["$defs"]["claim"]["properties"]
+    if error.validator == "required":
+        key = error.message.split("'")[1]
+        if key in ("against", "truth"):
+            return f"needs `{key}:` ({props[key]['description']})"
+        return f"has no `{key}`; add it"
+    if error.validator == "additionalProperties":
+        known = set(error.schema.get("properties", {}))
+        unknown = sorted(set(error.instance) - known)
+        return f"has unknown key(s) {unknown}; the keys are {sorted(known)}"
+    if error.validator == "anyOf":
+        return "has no bound; add at_least, at_most or equals"
+    field = error.path[-1] if error.path else None
+    if field == "metric":
+        return f"has unknown metric {error.instance!r}; use one of {sorted(props['metric']['enum'])}"
+    if field in ("at_least", "at_most"):
+        return (f"has {field}: {error.instance!r}, not a number; write a number (shares and "
+                "errors as fractions, e.g. 0.5)")
+    if field is not None:
+        wanted = props.get(field, {}).get("description", error.message)
+        return f"has {field}: {error.instance!r}, which should be {wanted}"
+    return error.message
+
+
+def load(path: str | Path) -> dict[str, Any]:
+    """The claims file, validated by its JSON Schema (docs/schemas/claims.schema.json); any
+    problem is one ConfigError sentence naming the file, the claim and the fix."""
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text())
+    except OSError as exc:
+        raise ConfigError(f"The claims file {path} cannot be read ({exc.strerror}); fix the "
+                          "study's `claims:` path or remove it.") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"The claims file {path} is not valid YAML ({str(exc).splitlines()[0]}); "
+                          "fix it.") from None
+    if not isinstance(data, dict) or not isinstance(data.get("claims"), list):
+        raise ConfigError(f"The claims file {path} needs a `claims:` list; see workflow/claims/"
+                          "seed_case.yaml for the format.")
+    schema = json.loads(SCHEMA.read_text())
+    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(data))
+    if error is not None:
+        where = f"The claims file {path}"
+        if len(error.path) >= 2 and error.path[0] == "claims":
+            claim = data["claims"][error.path[1]]
+            name = claim.get("id") if isinstance(claim, dict) else None
+            where = f"The claim {name or error.path[1] + 1!r} of {path}"
+            if not isinstance(claim, dict):
+                raise ConfigError(f"{where} is not a mapping; write it as `- id: ..., metric: ...`.")
+        raise ConfigError(f"{where} {_problem(error, schema)}.")
+    ids = [c["id"] for c in data["claims"]]
+    repeated = sorted({i for i in ids if ids.count(i) > 1})  # beyond what a JSON Schema says
+    if repeated:
+        raise ConfigError(f"The claims file {path} repeats the id(s) {repeated}; give each claim "
+                          "its own.")
+    return data
+
+
+def claims_path(study: str, configured: str | None, workflow_dir: str | Path) -> Path | None:
+    """The study's claims file: its `claims:` key (relative to the workflow folder), else
+    workflow/claims/<study>.yaml when it exists, else None (no scorecard)."""
+    if configured:
+        return Path(workflow_dir) / configured
+    default = Path(workflow_dir) / "workflow" / "claims" / f"{study}.yaml"
+    return default if default.is_file() else None
+
+
 
 BOUNDS = ("at_least", "at_most", "equals")
 
@@ -43,7 +120,7 @@ class Unmeasured(Exception):
     """This run cannot measure the claim's quantity; the message says why."""
 
 
-def _floor_name(text: str) -> str:
+def floor_name(text: str) -> str:
     return text.replace("cpu", "CPU")
 
 
@@ -70,7 +147,7 @@ def _gap_share(claim, arms, _prepared):
     s = arm.summary
     detail = f"gap {s.gap_ms.mean:.0f} ms of a {s.steady_step_ms:.0f} ms step"
     if arm.diagnosis:  # why it waits (or not): the arm's own verdict
-        detail += f"; diagnosed {_floor_name(verdict_label(arm.diagnosis.bound))}"
+        detail += f"; diagnosed {floor_name(verdict_label(arm.diagnosis.bound))}"
     window = _window(arm)
     found = batch_means(window["gap_ms"], window["step_ms"]) if window is not None else None
     if found is None:
@@ -133,7 +210,7 @@ def _speedup_of_allowed(claim, arms, prepared):
     speedup = against.summary.steady_step_ms / arm.summary.steady_step_ms
     allowed = allowed_speedup(arm, against)
     value = speedup / allowed
-    detail = (f"{speedup:.2f}x of the {allowed:.2f}x its {_floor_name(arm.summary.binding_floor)} "
+    detail = (f"{speedup:.2f}x of the {allowed:.2f}x its {floor_name(arm.summary.binding_floor)} "
               f"floor allows ({arm.summary.floor_ms:.0f} ms)")
     window = _window(arm)
     found = batch_means(window["step_ms"]) if window is not None else None
@@ -148,11 +225,11 @@ def _speedup_of_allowed(claim, arms, prepared):
 def _prediction_error(claim, arms, _prepared):
     arm = _arm(arms, claim["arm"])
     source = (_arm(arms, claim["against"], "predicting arm") if claim.get("against")
-              else pick.source_arm(list(arms.values())))
+              else arms_mod.source_arm(list(arms.values())))
     advice = ((source.diagnosis.advisor if source.diagnosis else None) if source is not None else None)
     if not advice:
         raise Unmeasured("no arm's diagnosis has an advisor model to predict from")
-    predicted = predict(advice, pick.settings(arm)).step_ms
+    predicted = predict(advice, arms_mod.settings(arm)).step_ms
     paired = paired_speedup(arm, source) if arm is not source else None
     if paired is not None:  # the predicted speedup against the one measured paired by round
         speedup, how = paired
@@ -170,23 +247,23 @@ def _prediction_error(claim, arms, _prepared):
 
 
 def _advisor_pick(claim, arms, _prepared):
-    check = pick.pick_check(list(arms.values()))
+    check = arms_mod.pick_check(list(arms.values()))
     if check is None:
         raise Unmeasured("no arm's diagnosis has an advisor model")
-    if check.get("no_verdict"):
-        raise Unmeasured(f"{check['source']} got no verdict (its window was not steady), so nothing "
+    if check.no_verdict:
+        raise Unmeasured(f"{check.source} got no verdict (its window was not steady), so nothing "
                          "was recommended")
-    source = arms[check["source"]]
-    paired = paired_pick(source, check["recommended"], arms[check["best_arm"]])
+    source = arms[check.source]
+    paired = paired_pick(source, check.recommended, arms[check.best_arm])
     if paired is not None:
         return paired
-    if "picked_step_ms" not in check:
-        raise Unmeasured(f"no arm ran the recommended setting ({check['recommended_workers']} "
+    if check.picked_step_ms is None:
+        raise Unmeasured(f"no arm ran the recommended setting ({check.recommended_workers} "
                          "workers); run study=sweep")
-    return check["picked_vs_best"], (
-        f"{check['source']}'s recommendation is {check['recommended_workers']} worker(s): "
-        f"{check['picked_step_ms']:.0f} ms against the best measured, {check['best_arm']} "
-        f"{check['best_step_ms']:.0f} ms")
+    return check.picked_vs_best, (
+        f"{check.source}'s recommendation is {check.recommended_workers} worker(s): "
+        f"{check.picked_step_ms:.0f} ms against the best measured, {check.best_arm} "
+        f"{check.best_step_ms:.0f} ms")
 
 
 def _prepared_row(claim, prepared: Remedies) -> RemedyEvidence:
@@ -239,174 +316,3 @@ METRICS: dict[str, tuple[Callable, str]] = {
     "prepared_speedup": (_prepared_speedup, "times"),
     "prepared_prediction_error": (_prepared_prediction_error, "percent"),
 }
-
-
-def fmt(value: Any, kind: str) -> str:
-    if value is None or (isinstance(value, float) and pd.isna(value)):
-        return "-"
-    if kind == "percent":
-        return f"{pct(value, 1)}"
-    if kind == "times":
-        return f"{value:.2f}x"
-    return str(value)
-
-
-def _check_text(claim: dict[str, Any], kind: str) -> str:
-    parts = []
-    if "at_least" in claim:
-        parts.append(f">= {fmt(claim['at_least'], kind)}")
-    if "at_most" in claim:
-        parts.append(f"<= {fmt(claim['at_most'], kind)}")
-    if "equals" in claim:
-        parts.append(f"= {claim['equals']}")
-    return " and ".join(parts)
-
-
-def repeat_sets(runs: list) -> list[list]:
-    """The study's runs grouped by repeat (repeat 1 first), each run named as its arm, so a
-    claim about `baseline` reads `baseline.r2` in the second set."""
-    sets: dict[int, list] = {}
-    for run in runs:
-        named = copy.copy(run)
-        named.name = run.summary.arm
-        sets.setdefault(int(run.summary.repeat or 1), []).append(named)
-    return [sets[r] for r in sorted(sets)]
-
-
-def _passes(claim: dict[str, Any], value: Any) -> bool:
-    return bool(("at_least" not in claim or value >= claim["at_least"])
-                and ("at_most" not in claim or value <= claim["at_most"])
-                and ("equals" not in claim or value == claim["equals"]))
-
-
-def interval(values: list[float]) -> tuple[float, float, str]:
-    """(low, high, how) of the median of repeats: the exact order-statistic interval
-    (perfstudy.measure.intervals.median_interval: 95 % or more, from 6 repeats), below that the
-    range, labelled "range" (a bootstrap of 2-5 values can only return the values themselves:
-    calling their min-max a 95 % interval would be false)."""
-    found = median_interval(values)
-    how = "range" if found.level is None else f"order-statistic {pct(found.level, 1)}"
-    return found.low, found.high, how
-
-
-def judge(claim: dict[str, Any], values: list[Any], kind: str) -> dict[str, Any]:
-    """A claim's verdict over its repeats: holds (on every value, or the whole interval),
-    does not hold (on none), inconclusive (the interval straddles the bound, or the repeats
-    disagree), with the median (numbers) and the interval."""
-    n = len(values)
-    if n == 1 and isinstance(values[0], Paired):
-        return _judge_paired(claim, values[0], kind)
-    values = [float(v) if isinstance(v, Paired) else v for v in values]
-    if n == 1:
-        passed = _passes(claim, values[0])
-        return {"measured": values[0], "measured_text": fmt(values[0], kind), "passed": passed,
-                "result": "holds" if passed else "does not hold", "repeats": 1}
-    out = {"values": values, "repeats": n}
-    if kind == "text":
-        held = sum(_passes(claim, v) for v in values)
-        common = max(set(values), key=values.count)
-        out.update(measured=common, measured_text=f"{fmt(common, kind)} (held in {held} of {n} repeats)")
-    else:
-        low, high, how = interval([float(v) for v in values])
-        median = float(np.median(values))
-        held = sum(_passes(claim, v) for v in (low, high))
-        held = n if held == 2 else 0 if held == 0 else None
-        out.update(measured=median, interval=[low, high], interval_kind=how,
-                   measured_text=f"{fmt(median, kind)} ({fmt(low, kind)}-{fmt(high, kind)}, {how} of {n})")
-    if held == n:
-        return {**out, "passed": True, "result": "holds"}
-    if held == 0:
-        return {**out, "passed": False, "result": "does not hold"}
-    return {**out, "passed": None, "result": "inconclusive"}
-
-
-def _judge_paired(claim: dict[str, Any], found: Paired, kind: str) -> dict[str, Any]:
-    """One run's paired ratio: holds when its whole interval meets the bound, does not hold when
-    none of it does, inconclusive otherwise."""
-    ends = sum(_passes(claim, v) for v in (found.low, found.high))
-    result = {2: "holds", 0: "does not hold"}.get(ends, "inconclusive")
-    unit = "rounds" if found.basis == "paired" else "batches"
-    how = (f"paired {pct(found.level)} over {found.rounds} interleaved rounds" if found.basis == "paired"
-           else f"batch means {pct(found.level)} over {found.rounds} batches of the window's steps")
-    return {"measured": found.value, "interval": [found.low, found.high], "interval_kind": how,
-            "measured_text": f"{fmt(found.value, kind)} ({fmt(found.low, kind)}-{fmt(found.high, kind)}, "
-                             f"{pct(found.level)}, {found.rounds} {unit})",
-            "passed": {"holds": True, "does not hold": False}.get(result), "result": result,
-            "repeats": 1}
-
-
-def score(spec: dict[str, Any], arms: list, runs: list | None = None) -> Scorecard:
-    """Every claim checked against the arms: on each repeat when `runs` holds the repeats
-    (median, interval, holds / does not hold / inconclusive), else on the arms (first repeat)."""
-    sets = repeat_sets(runs) if runs else [arms]
-    contexts = [({a.name: a for a in group}, remedy.evidence(group)) for group in sets]
-    results = []
-    for claim in spec["claims"]:
-        measure, kind = METRICS[claim["metric"]]
-        entry = {"id": claim["id"], "claim": claim["claim"], "source": claim.get("source", "study"),
-                 "metric": claim["metric"], "arm": claim["arm"], "against": claim.get("against"),
-                 "check": _check_text(claim, kind), "published": claim.get("published"),
-                 "published_text": fmt(claim.get("published"), kind),
-                 "note": claim.get("note", "")}
-        values, details, why = [], [], None
-        for by_name, prepared in contexts:
-            try:
-                value, detail = measure(claim, by_name, prepared)
-            except Unmeasured as reason:
-                why = why or str(reason)
-                continue
-            values.append(value)
-            details.append(detail)
-        if not values:
-            entry.update(measured=None, measured_text="-", detail=why, passed=None,
-                         result="not scored", repeats=0)
-        else:
-            entry.update(judge(claim, values, kind), detail=details[0])
-        results.append(from_dict(ClaimResult, entry, f"claim {claim['id']!r}"))
-    scored = [r for r in results if r.passed is not None]
-    return Scorecard(title=spec.get("title", ""), reference=spec.get("reference", ""),
-                     claims=results, scored=len(scored), held=sum(r.passed for r in scored),
-                     inconclusive=sum(r.result == "inconclusive" for r in results),
-                     not_scored=sum(r.result == "not scored" for r in results),
-                     repeats=len(sets), headline=headline(results, arms))
-
-
-def headline(results: list[ClaimResult], arms: list) -> str:
-    """One sentence: how many claims hold, which do not, and the speedup in context."""
-    scored = [r for r in results if r.passed is not None]
-    if not results:
-        return "This study has no claims file: nothing is scored."
-    held = sum(r.passed for r in scored)
-    judged = len(scored) + sum(r.result == "inconclusive" for r in results)
-    text = (f"All {held} claims hold" if held == judged > 1 else
-            f"{held} of {judged} claims hold") + " on this machine"
-    repeats = max((r.repeats or 0 for r in results), default=0)
-    if repeats > 1:
-        text += f" over {repeats} repeats"
-    env = (arms[0].summary.environment or {}) if arms else {}
-    if env:
-        text += f" ({env.get('usable_cpus') or env.get('cpu_count')} CPUs, {arms[0].summary.size} size)"
-    missed = [f"{r.id} ({r.measured_text}, {r.check})" for r in scored if not r.passed]
-    if missed:
-        text += f"; {'these do' if len(missed) > 1 else 'this does'} not: {', '.join(missed)}"
-    unsure = [f"{r.id} ({r.measured_text}, {r.check})" for r in results if r.result == "inconclusive"]
-    if unsure:
-        text += f"; inconclusive over the repeats: {', '.join(unsure)}"
-    unscored = sum(r.result == "not scored" for r in results)
-    if unscored:
-        text += f"; {unscored} not scored"
-    by_name = {a.name: a for a in arms}
-    speed = next((r for r in results if r.metric == "speedup" and r.passed is not None), None)
-    if speed and speed.against in by_name:
-        arm, against = by_name[speed.arm], by_name[speed.against]
-        paired = (speed.interval_kind or "").startswith("paired")
-        # paired: the compared arm's step as the pairing measured it (the speedup x this arm's)
-        allowed = (speed.measured * arm.summary.steady_step_ms / arm.summary.floor_ms if paired
-                   else allowed_speedup(arm, against))
-        text += (f". The {arm.name} arm runs {speed.measured_text if paired else f'{speed.measured:.2f}x'} "
-                 f"as fast as the {against.name}" + (" (paired by round)" if paired else "")
-                 + (f" (published {speed.published:.2f}x)"
-                    if isinstance(speed.published, (int, float)) else "")
-                 + f"; this hardware allows {allowed:.2f}x (the "
-                 f"{arm.name} arm's {_floor_name(arm.summary.binding_floor)} floor)")
-    return text + "."

@@ -1,4 +1,5 @@
-"""The evidence of one arm's diagnosis, and the answer decision.decide gives on it.
+"""One arm's diagnosis (`Diagnosis`, diagnosis.json): its evidence, and the answer
+perfstudy.decide.decision.decide gives on it; written and read back here only.
 
 Evidence (DESIGN.md):
 * input-bound band from the gap share (TensorFlow profiler): >= 20 % highly, >= 5 %
@@ -13,26 +14,144 @@ The verdict, culprit, setting and predicted step are decision.decide's (one answ
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from perfstudy.common.records import doc, read_record, write_record
 from perfstudy.common.thresholds import HIGHLY_INPUT_BOUND, MODERATELY_INPUT_BOUND, NEAR_CPU_FLOOR, pct
-from perfstudy.decide.advice import Advice
-from perfstudy.decide.advisor import WELL_FILLED, advise, canonical, held_up
-from perfstudy.decide.decision import decide
-from perfstudy.decide.recommendation import (
-    CpuState,
-    Diagnosis,
-    InputBound,
-    OperatorEvidence,
-    ProfilerEffect,
-    Recommendation,
-)
+from perfstudy.decide.advisor import Advice, advise
+from perfstudy.decide.decision import Recommendation, decide
+from perfstudy.decide.peers import Readings
+from perfstudy.decide.whatif import WELL_FILLED, canonical, held_up
 from perfstudy.measure.minddata import IteratorWait
 from perfstudy.measure.timeline import CrossCheck
 from perfstudy.run.summary import RunSummary
+
+FILE = "diagnosis.json"
+
+
+@dataclass(frozen=True)
+class InputBound:
+    """How much of the step waits for data, and its band (the TensorFlow profiler's)."""
+
+    band: str = doc("highly | moderately | not")
+    gap_share: float = doc("share of the window's wall time waiting for data")
+    gap_ms_mean: float = doc("mean iteration gap over the window")
+    steady_step_ms: float = doc("the window's steady step")
+    thresholds: dict[str, float] = doc("the bands' lower gap shares")
+
+
+@dataclass(frozen=True)
+class CpuState:
+    """The CPUs as measured and as the model sees them (only `saturated` decides)."""
+
+    cores: int = doc("the CPUs the run may use")
+    host_busy_pct: float | None = doc("the host's busy % over the profiled window (shown only)")
+    process_pct: float | None = doc("the training process's CPU % (shown only)")
+    per_op_pct: dict[str, float] = doc("each profiled operator's CPU %")
+    cpu_floor_ms: float = doc("(pipeline + network CPU-ms) / cores")
+    steady_vs_cpu_floor: float = doc("the steady step / the CPU floor")
+    saturated: bool = doc("the model's CPU floor binds at the run's own setting")
+    near_cpu_floor: bool = doc("the CPU floor is the binding floor and the step is near it")
+
+
+@dataclass(frozen=True)
+class ProfilerEffect:
+    """The profiled steps against the unprofiled ones of the same run (placement after)."""
+
+    steps: int
+    profiled_step_ms: float
+    measured_step_ms: float
+    step_ratio: float
+    profiled_gap_share: float
+    measured_gap_share: float
+    sentence: str
+
+
+@dataclass(frozen=True)
+class OperatorEvidence:
+    """An operator of the profiled pipeline and what the profile says of it: the decided
+    culprit (diagnosis.json's `culprit`) or the one MindInsight's queue rule blames
+    (`queue_rule`). Queue and CPU readings are None where the profile lacks them."""
+
+    label: str = doc("the operator, as the report names it")
+    op_id: int | None = doc("its id in MindData's profile", default=None)
+    op_type: str | None = doc("Map, Batch, ImageFolder, ...", default=None)
+    operations: list[str] = doc("a map's transforms", default_factory=list)
+    num_workers: int | None = doc("its workers in the run", default=None)
+    input_queue_usage: float | None = doc("its input queue's mean fill (its child's output)",
+                                          default=None)
+    output_queue_usage: float | None = doc("its output queue's mean fill", default=None)
+    output_empty_ratio: float | None = doc("share of samples its output queue was empty",
+                                           default=None)
+    cpu_pct_per_worker: float | None = doc("its CPU per worker (%)", default=None)
+    rule: str | None = doc("which rule blamed it (the queue rule's only)", default=None)
+    config_key: str | None = doc("the config key that sizes it (the decided culprit's)",
+                                 default=None)
+    kind: str | None = doc("what kind of operator it is (the decided culprit's)", default=None)
+    agrees_with_queue_rule: bool | None = doc("the queue rule blames it too (the decided "
+                                              "culprit's)", default=None)
+
+
+@dataclass(frozen=True)
+class ProfiledWindow:
+    """The profiled steps' span, on the time.time() clock (seconds)."""
+
+    start_s: float
+    end_s: float
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    """One arm's diagnosis (diagnosis.json): the evidence, and the answer decided from it."""
+
+    # 2: the verification decided by interleaved rounds (typed); 3: the advisor typed;
+    # 4: the culprit, queue rule, iterator wait, cross-check, window and peers' readings typed
+    SCHEMA_VERSION = 4
+    KIND = "diagnosis (diagnosis.json)"
+    RERUN = ("analyse that arm again with this code (snakemake --cores all --forcerun analyze), "
+             "or retrain it (--forcerun train)")
+
+    arm: str = doc("the arm")
+    study: str = doc("the study")
+    bound: str = doc("the verdict: input | cpu | compute | not_steady (the recommendation's)")
+    headline: str = doc("the verdict in one sentence")
+    input_bound: InputBound = doc("the gap share, its band and the bands' thresholds")
+    culprit: OperatorEvidence | None = doc("the culprit operator and the evidence for it "
+                                           "(None: no operator sets the pace)")
+    queue_rule: OperatorEvidence | None = doc("MindInsight's queue rule's operator (None: none)")
+    cpu: CpuState = doc("cores, host and process CPU, per-operator CPU, the CPU floor")
+    recommendation: Recommendation = doc("the answer (perfstudy.decide.decision.decide)")
+    compute_ms: float = doc("median forward+backward+tail of the measured steps")
+    iterator_wait: IteratorWait | None = doc("MindData's per-batch wait over the profiled "
+                                             "window (None: no dataset profile)")
+    cross_check: CrossCheck | None = doc("op timeline against the host timers (None: no op "
+                                         "profile)")
+    profiled: bool = doc("a dataset profile was read")
+    profiler_effect: ProfilerEffect | None = doc("profiled steps against the unprofiled ones")
+    advisor: Advice | None = doc("the what-if model: stages, predictions, pick, role")
+    window: ProfiledWindow | None = doc("the profiled window", default=None)
+    sampling_interval_ms: int | None = doc("MindData's sampling interval", default=None)
+    peers: Readings | None = doc("the peer tools' readings of this run (perfstudy.decide.peers)",
+                                 default=None)
+
+    def completed(self, **fields: Any) -> Diagnosis:
+        """The same diagnosis with the fields the analysis adds (window, peers, ...)."""
+        return replace(self, **fields)
+
+
+def write_diagnosis(run_dir: str | Path, diagnosis: Diagnosis) -> Path:
+    """Write `run_dir`/diagnosis.json."""
+    return write_record(Path(run_dir) / FILE, diagnosis)
+
+
+def read_diagnosis(run_dir: str | Path) -> Diagnosis:
+    """Read `run_dir`/diagnosis.json (refused, in one sentence, if another schema version)."""
+    return read_record(Path(run_dir) / FILE, Diagnosis)
+
 
 
 def input_bound_band(gap_share: float) -> str:
@@ -157,7 +276,7 @@ def diagnose(summary: RunSummary, steps: pd.DataFrame, ops: pd.DataFrame | None 
     compute_ms = float((measured["fwd_bwd_ms"] + measured["tail_ms"]).median())
     queue_culprit = find_culprit(ops) if band != "not" else None
     advice = advise(summary, ops)
-    answer = decide(summary, advice, band, compute_ms, queue_culprit)
+    answer = decide(summary, advice, band, compute_ms, queue_culprit.label if queue_culprit else None)
     advice = label_advice(advice, answer)
     cpu = _cpu_state(summary, host, ops, advice)
     return Diagnosis(

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from perfstudy.common.thresholds import GAIN_THAT_MATTERS
-from perfstudy.decide.advisor import canonical
+from perfstudy.decide.whatif import canonical
 from perfstudy.measure import rounds as rounds_mod
 
 

@@ -6,20 +6,21 @@
 * Dataset AutoTune, where the study runs it as an arm: the setting it settled on (its saved
   configuration, per op id) and the step that arm measured.
 * Ours: the recommendation's culprit and setting.
-Each is a Reading (perfstudy.decide.readings): tool, operator (label), key (the config key
+Each is a `Reading` (kept in diagnosis.json's `peers` as `Readings`): tool, operator (label), key (the config key
 sizing it, None when no key does), knob (workers | prefetch_size | None), advice (in words)
 and, where it is a worker count of a keyed operator, settings ({key: workers}) a sweep can score.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
 
-from perfstudy.decide.advisor import canonical
-from perfstudy.decide.readings import Reading
-from perfstudy.decide.recommendation import Recommendation
+from perfstudy.common.records import doc
+from perfstudy.decide.decision import Recommendation
+from perfstudy.decide.whatif import canonical
 from perfstudy.measure import msanalyzer
 from perfstudy.measure.minddata import op_label
 from perfstudy.run.autotune import TunedOp
@@ -29,6 +30,39 @@ from perfstudy.run.summary import RunSummary
 ANALYZER = msanalyzer.TOOL
 OURS = "perfstudy"
 AUTOTUNE = "MindSpore's Dataset AutoTune"
+
+@dataclass(frozen=True)
+class Reading:
+    """One tool's answer on a run."""
+
+    tool: str = doc("the tool: perfstudy, MindSpore's MindData analyzer, Dataset AutoTune")
+    operator: str | None = doc("the operator it names, as the report labels it (None: none)",
+                               default=None)
+    key: str | None = doc("the config key sizing that operator (None: no key does)", default=None)
+    knob: str | None = doc("workers | prefetch_size | None", default=None)
+    advice: str = doc("its advice in words", default="")
+    settings: Settings | None = doc("its advice as settings a sweep can place (worker counts "
+                                    "of keyed operators only)", default=None)
+    error: str | None = doc("why the tool could not run (None: it ran)", default=None)
+    raw: dict[str, Any] | None = doc("the tool's own output as it gave it (MindSpore's "
+                                     "analyzer: its warning, suggestion and parsed fields)",
+                                     default=None)
+    operators: list[str] = doc("AutoTune: every operator's settled workers and prefetch",
+                               default_factory=list)
+    step_ms: float | None = doc("AutoTune: the step its arm measured", default=None)
+    speedup: float | None = doc("AutoTune: the baseline's step over its", default=None)
+
+
+@dataclass(frozen=True)
+class Readings:
+    """Ours beside the tools users have, on the same run."""
+
+    ours: Reading = doc("our recommendation as a reading")
+    msanalyzer: Reading | None = doc("MindSpore's analyzer on the run's dataset profile (None: "
+                                     "no profile)", default=None)
+    autotune: Reading | None = doc("what AutoTune settled on (None: not an AutoTune arm)",
+                                   default=None)
+
 
 
 def described_ops(described: list[dict[str, Any]]) -> pd.DataFrame:

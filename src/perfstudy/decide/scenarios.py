@@ -13,7 +13,7 @@ in interleaved rounds (perfstudy.run.sweep), each setting placed within 10 % of 
   candidate (the setting its rounds were still measuring);
 * a wrong "no setting helps": said while the run's own setting decidedly does not hold;
 * the model's predicted step at every swept setting against its measured median (target 15 %);
-* whether the answer was verified (perfstudy.decide.verification), the step it promises (the
+* whether the answer was verified (perfstudy.decide.verify), the step it promises (the
   measured one when verified) against the sweep's at that setting, and the model's own
   prediction there (its error, apart from the pick);
 * held-out scenarios (kept out of any fitting of the model) are marked;
@@ -21,7 +21,7 @@ in interleaved rounds (perfstudy.run.sweep), each setting placed within 10 % of 
   way (prefetch_size is not swept: unscored, said so).
 
 `score` makes the records (booleans and `Near` places, None where undecided);
-perfstudy.present.benchmark renders and counts them.
+perfstudy.present.scenarios renders and counts them.
 """
 
 from __future__ import annotations
@@ -29,9 +29,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from perfstudy.common.thresholds import GAIN_THAT_MATTERS, PREDICTION_TARGET
-from perfstudy.decide.advisor import predict
-from perfstudy.decide.readings import Reading
-from perfstudy.decide.recommendation import Recommendation
+from perfstudy.decide.decision import Recommendation
+from perfstudy.decide.peers import Reading
+from perfstudy.decide.whatif import predict
 from perfstudy.measure.intervals import MedianInterval
 from perfstudy.measure.nearbest import Near, Placed
 from perfstudy.run.settings import MP

@@ -1,14 +1,281 @@
-"""The study's scorecard: its claims scored (perfstudy.decide.claims), with each claim's line
-across the study's recorded runs; written once, before the report is drawn."""
+"""The study's scorecard (scorecard.json): each claim of the study's claims file judged on its
+measured values (perfstudy.decide.claims) over the repeats, and each claim's line across the
+study's recorded runs; made and written once, before the report is drawn, read back by
+read_scorecard only.
+
+`ClaimResult` is made by `score` (each claim judged over the repeats), its `history` by
+`with_history`; `Scorecard` is written by `write` and read back by `read_scorecard`.
+"""
 
 from __future__ import annotations
 
-from dataclasses import replace
+import copy
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from perfstudy.decide.claim_result import ClaimHistory, ClaimResult, Scorecard, write_scorecard
-from perfstudy.decide.claims import METRICS, score
+import numpy as np
+import pandas as pd
+
+from perfstudy.common.records import doc, from_dict, read_record, write_record
+from perfstudy.common.thresholds import pct
+from perfstudy.decide import remedy_proof
+from perfstudy.decide.claims import METRICS, Unmeasured, allowed_speedup, floor_name
+from perfstudy.decide.paired import Paired
+from perfstudy.measure.intervals import median_interval
+
+FILE = "scorecard.json"
+RESULTS = ("holds", "does not hold", "inconclusive", "not scored")
+
+
+@dataclass(frozen=True)
+class ClaimHistory:
+    """A claim's line across the study's recorded runs on this machine kind."""
+
+    runs: int = doc("recorded runs, this one included")
+    held: int = doc("runs in which it held")
+    text: str = doc("the line as the report and MLflow show it")
+    fragile: bool = doc("its verdict changed, or its margin to the bound is inside the spread")
+    why: str | None = doc("why it is fragile", default=None)
+    values: list[float] | None = doc("its value in each run (numeric claims)", default=None)
+    spread: float | None = doc("max - min across the runs (or its interval's width)", default=None)
+    margin: float | None = doc("distance of this run's value to the nearest bound", default=None)
+
+
+@dataclass(frozen=True)
+class ClaimResult:
+    """One claim, checked against the measured arms."""
+
+    id: str = doc("the claim's id (the claims file's)")
+    claim: str = doc("the claim in words")
+    source: str = doc("article | study")
+    metric: str = doc("the measured quantity (perfstudy.decide.claims.METRICS)")
+    arm: str = doc("the arm measured")
+    against: str | None = doc("the arm compared with (speedups)")
+    check: str = doc("the bound, as text ('>= 1.05x')")
+    published: Any = doc("the paper's value")
+    published_text: str = doc("the paper's value, formatted")
+    note: str = doc("the claims file's note")
+    measured: Any = doc("the value (the median over repeats); None: not scored")
+    measured_text: str = doc("the value as the report shows it (with its interval or range)")
+    detail: str | None = doc("how it was measured, or why it could not be")
+    passed: bool | None = doc("holds: True; does not hold: False; inconclusive or not scored: None")
+    result: str = doc("holds | does not hold | inconclusive | not scored")
+    repeats: int = doc("the repeats it was measured on")
+    values: list[Any] | None = doc("its value on each repeat (repeats > 1)", default=None)
+    interval: list[float] | None = doc("low, high over the repeats (numeric claims)", default=None)
+    interval_kind: str | None = doc("what the interval is: 'range' (min-max, below 6 repeats) "
+                                    "or 'order-statistic' with its exact coverage",
+                                    default=None)
+    history: ClaimHistory | None = doc("its line across the recorded runs", default=None)
+
+
+@dataclass(frozen=True)
+class Scorecard:
+    """The study's claims, scored (scorecard.json): shown first in the report."""
+
+    SCHEMA_VERSION = 2  # 2: interval_kind is "range" below 6 repeats, else "order-statistic <coverage>"
+    KIND = "scorecard (scorecard.json)"
+    RERUN = "make the report again with this code (snakemake --cores all --forcerun report)"
+
+    title: str = doc("the claims file's title")
+    reference: str = doc("what the claims come from")
+    claims: list[ClaimResult] = doc("each claim's result, in the file's order")
+    scored: int = doc("claims that hold or do not hold")
+    held: int = doc("claims that hold")
+    inconclusive: int = doc("claims the repeats cannot decide")
+    not_scored: int = doc("claims this study cannot measure")
+    repeats: int = doc("repeats of the study")
+    headline: str = doc("the report's first sentence")
+    history: dict[str, Any] | None = doc("where the history comes from: runs, machine kind, "
+                                         "other machines, error", default=None)
+    fragile: list[str] = doc("ids of the fragile claims", default_factory=list)
+
+
+def read_scorecard(folder: str | Path) -> Scorecard:
+    """Read `folder`/scorecard.json (refused, in one sentence, if another schema version)."""
+    return read_record(Path(folder) / FILE, Scorecard)
+
+
+def write_scorecard(folder: str | Path, card: Scorecard) -> Path:
+    """Write `folder`/scorecard.json."""
+    return write_record(Path(folder) / FILE, card)
+
+
+__all__ = ["ClaimHistory", "ClaimResult", "Scorecard", "read_scorecard", "write_scorecard"]
+
+
+
+def fmt(value: Any, kind: str) -> str:
+    if value is None or (isinstance(value, float) and pd.isna(value)):
+        return "-"
+    if kind == "percent":
+        return f"{pct(value, 1)}"
+    if kind == "times":
+        return f"{value:.2f}x"
+    return str(value)
+
+
+def _check_text(claim: dict[str, Any], kind: str) -> str:
+    parts = []
+    if "at_least" in claim:
+        parts.append(f">= {fmt(claim['at_least'], kind)}")
+    if "at_most" in claim:
+        parts.append(f"<= {fmt(claim['at_most'], kind)}")
+    if "equals" in claim:
+        parts.append(f"= {claim['equals']}")
+    return " and ".join(parts)
+
+
+def repeat_sets(runs: list) -> list[list]:
+    """The study's runs grouped by repeat (repeat 1 first), each run named as its arm, so a
+    claim about `baseline` reads `baseline.r2` in the second set."""
+    sets: dict[int, list] = {}
+    for run in runs:
+        named = copy.copy(run)
+        named.name = run.summary.arm
+        sets.setdefault(int(run.summary.repeat or 1), []).append(named)
+    return [sets[r] for r in sorted(sets)]
+
+
+def _passes(claim: dict[str, Any], value: Any) -> bool:
+    return bool(("at_least" not in claim or value >= claim["at_least"])
+                and ("at_most" not in claim or value <= claim["at_most"])
+                and ("equals" not in claim or value == claim["equals"]))
+
+
+def interval(values: list[float]) -> tuple[float, float, str]:
+    """(low, high, how) of the median of repeats: the exact order-statistic interval
+    (perfstudy.measure.intervals.median_interval: 95 % or more, from 6 repeats), below that the
+    range, labelled "range" (a bootstrap of 2-5 values can only return the values themselves:
+    calling their min-max a 95 % interval would be false)."""
+    found = median_interval(values)
+    how = "range" if found.level is None else f"order-statistic {pct(found.level, 1)}"
+    return found.low, found.high, how
+
+
+def judge(claim: dict[str, Any], values: list[Any], kind: str) -> dict[str, Any]:
+    """A claim's verdict over its repeats: holds (on every value, or the whole interval),
+    does not hold (on none), inconclusive (the interval straddles the bound, or the repeats
+    disagree), with the median (numbers) and the interval."""
+    n = len(values)
+    if n == 1 and isinstance(values[0], Paired):
+        return _judge_paired(claim, values[0], kind)
+    values = [float(v) if isinstance(v, Paired) else v for v in values]
+    if n == 1:
+        passed = _passes(claim, values[0])
+        return {"measured": values[0], "measured_text": fmt(values[0], kind), "passed": passed,
+                "result": "holds" if passed else "does not hold", "repeats": 1}
+    out = {"values": values, "repeats": n}
+    if kind == "text":
+        held = sum(_passes(claim, v) for v in values)
+        common = max(set(values), key=values.count)
+        out.update(measured=common, measured_text=f"{fmt(common, kind)} (held in {held} of {n} repeats)")
+    else:
+        low, high, how = interval([float(v) for v in values])
+        median = float(np.median(values))
+        held = sum(_passes(claim, v) for v in (low, high))
+        held = n if held == 2 else 0 if held == 0 else None
+        out.update(measured=median, interval=[low, high], interval_kind=how,
+                   measured_text=f"{fmt(median, kind)} ({fmt(low, kind)}-{fmt(high, kind)}, {how} of {n})")
+    if held == n:
+        return {**out, "passed": True, "result": "holds"}
+    if held == 0:
+        return {**out, "passed": False, "result": "does not hold"}
+    return {**out, "passed": None, "result": "inconclusive"}
+
+
+def _judge_paired(claim: dict[str, Any], found: Paired, kind: str) -> dict[str, Any]:
+    """One run's paired ratio: holds when its whole interval meets the bound, does not hold when
+    none of it does, inconclusive otherwise."""
+    ends = sum(_passes(claim, v) for v in (found.low, found.high))
+    result = {2: "holds", 0: "does not hold"}.get(ends, "inconclusive")
+    unit = "rounds" if found.basis == "paired" else "batches"
+    how = (f"paired {pct(found.level)} over {found.rounds} interleaved rounds" if found.basis == "paired"
+           else f"batch means {pct(found.level)} over {found.rounds} batches of the window's steps")
+    return {"measured": found.value, "interval": [found.low, found.high], "interval_kind": how,
+            "measured_text": f"{fmt(found.value, kind)} ({fmt(found.low, kind)}-{fmt(found.high, kind)}, "
+                             f"{pct(found.level)}, {found.rounds} {unit})",
+            "passed": {"holds": True, "does not hold": False}.get(result), "result": result,
+            "repeats": 1}
+
+
+def score(spec: dict[str, Any], arms: list, runs: list | None = None) -> Scorecard:
+    """Every claim checked against the arms: on each repeat when `runs` holds the repeats
+    (median, interval, holds / does not hold / inconclusive), else on the arms (first repeat)."""
+    sets = repeat_sets(runs) if runs else [arms]
+    contexts = [({a.name: a for a in group}, remedy_proof.evidence(group)) for group in sets]
+    results = []
+    for claim in spec["claims"]:
+        measure, kind = METRICS[claim["metric"]]
+        entry = {"id": claim["id"], "claim": claim["claim"], "source": claim.get("source", "study"),
+                 "metric": claim["metric"], "arm": claim["arm"], "against": claim.get("against"),
+                 "check": _check_text(claim, kind), "published": claim.get("published"),
+                 "published_text": fmt(claim.get("published"), kind),
+                 "note": claim.get("note", "")}
+        values, details, why = [], [], None
+        for by_name, prepared in contexts:
+            try:
+                value, detail = measure(claim, by_name, prepared)
+            except Unmeasured as reason:
+                why = why or str(reason)
+                continue
+            values.append(value)
+            details.append(detail)
+        if not values:
+            entry.update(measured=None, measured_text="-", detail=why, passed=None,
+                         result="not scored", repeats=0)
+        else:
+            entry.update(judge(claim, values, kind), detail=details[0])
+        results.append(from_dict(ClaimResult, entry, f"claim {claim['id']!r}"))
+    scored = [r for r in results if r.passed is not None]
+    return Scorecard(title=spec.get("title", ""), reference=spec.get("reference", ""),
+                     claims=results, scored=len(scored), held=sum(r.passed for r in scored),
+                     inconclusive=sum(r.result == "inconclusive" for r in results),
+                     not_scored=sum(r.result == "not scored" for r in results),
+                     repeats=len(sets), headline=headline(results, arms))
+
+
+def headline(results: list[ClaimResult], arms: list) -> str:
+    """One sentence: how many claims hold, which do not, and the speedup in context."""
+    scored = [r for r in results if r.passed is not None]
+    if not results:
+        return "This study has no claims file: nothing is scored."
+    held = sum(r.passed for r in scored)
+    judged = len(scored) + sum(r.result == "inconclusive" for r in results)
+    text = (f"All {held} claims hold" if held == judged > 1 else
+            f"{held} of {judged} claims hold") + " on this machine"
+    repeats = max((r.repeats or 0 for r in results), default=0)
+    if repeats > 1:
+        text += f" over {repeats} repeats"
+    env = (arms[0].summary.environment or {}) if arms else {}
+    if env:
+        text += f" ({env.get('usable_cpus') or env.get('cpu_count')} CPUs, {arms[0].summary.size} size)"
+    missed = [f"{r.id} ({r.measured_text}, {r.check})" for r in scored if not r.passed]
+    if missed:
+        text += f"; {'these do' if len(missed) > 1 else 'this does'} not: {', '.join(missed)}"
+    unsure = [f"{r.id} ({r.measured_text}, {r.check})" for r in results if r.result == "inconclusive"]
+    if unsure:
+        text += f"; inconclusive over the repeats: {', '.join(unsure)}"
+    unscored = sum(r.result == "not scored" for r in results)
+    if unscored:
+        text += f"; {unscored} not scored"
+    by_name = {a.name: a for a in arms}
+    speed = next((r for r in results if r.metric == "speedup" and r.passed is not None), None)
+    if speed and speed.against in by_name:
+        arm, against = by_name[speed.arm], by_name[speed.against]
+        paired = (speed.interval_kind or "").startswith("paired")
+        # paired: the compared arm's step as the pairing measured it (the speedup x this arm's)
+        allowed = (speed.measured * arm.summary.steady_step_ms / arm.summary.floor_ms if paired
+                   else allowed_speedup(arm, against))
+        text += (f". The {arm.name} arm runs {speed.measured_text if paired else f'{speed.measured:.2f}x'} "
+                 f"as fast as the {against.name}" + (" (paired by round)" if paired else "")
+                 + (f" (published {speed.published:.2f}x)"
+                    if isinstance(speed.published, (int, float)) else "")
+                 + f"; this hardware allows {allowed:.2f}x (the "
+                 f"{arm.name} arm's {floor_name(arm.summary.binding_floor)} floor)")
+    return text + "."
+
 
 
 def make(spec: dict[str, Any] | None, arms: list, runs: list | None = None,
@@ -16,7 +283,7 @@ def make(spec: dict[str, Any] | None, arms: list, runs: list | None = None,
     """The study's scorecard, decided before any report is drawn.
 
     Args:
-        spec: the claims file (claims_file.load); None: nothing is scored, and the card says so.
+        spec: the claims file (perfstudy.decide.claims.load); None: nothing is scored, and the card says so.
         arms: the study's arms (first repeat); runs: every repeat (None: the arms only).
         history: the study's earlier recorded runs (perfstudy.present.history.read), or None.
 
@@ -95,4 +362,3 @@ def _margin(claim: dict[str, Any], value: float) -> float:
 
 def _delta(value: float, kind: str) -> str:
     return f"{100 * value:.1f} points" if kind == "percent" else f"{value:.2f}" + ("x" if kind == "times" else "")
-

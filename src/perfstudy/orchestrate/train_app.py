@@ -89,7 +89,7 @@ def _train(cfg: DictConfig) -> None:
         if done.returncode:
             sys.exit(done.returncode)
         return
-    from perfstudy.decide.analysis import propose
+    from perfstudy.orchestrate.analyze import propose
     from perfstudy.present import live
     from perfstudy.run import train
 

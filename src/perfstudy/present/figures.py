@@ -11,7 +11,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from perfstudy.decide.arm import Arm  # noqa: E402
+from perfstudy.decide.arms import Arm
 from perfstudy.present.figstyle import legend_below  # noqa: E402
 
 

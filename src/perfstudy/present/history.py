@@ -17,7 +17,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from perfstudy.decide.claim_result import Scorecard
+from perfstudy.decide.scorecard import Scorecard
 from perfstudy.present import mlflow_store
 
 log = logging.getLogger(__name__)

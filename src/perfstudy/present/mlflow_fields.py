@@ -10,12 +10,12 @@ from pathlib import Path
 import pandas as pd
 
 from perfstudy.common.thresholds import pct
-from perfstudy.decide.advisor import gil_share
-from perfstudy.decide.claim_result import Scorecard
-from perfstudy.decide.diagnosis import verdict_label
-from perfstudy.decide.readings import Readings
-from perfstudy.decide.recommendation import Diagnosis, Recommendation
-from perfstudy.decide.remedy_record import RemedyEvidence
+from perfstudy.decide.decision import Recommendation
+from perfstudy.decide.diagnosis import Diagnosis, verdict_label
+from perfstudy.decide.peers import Readings
+from perfstudy.decide.remedy_proof import RemedyEvidence
+from perfstudy.decide.scorecard import Scorecard
+from perfstudy.decide.whatif import gil_share
 from perfstudy.present.mlflow_store import TAG
 from perfstudy.run.summary import SPREADS, RunSummary
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pandas as pd
 
 from perfstudy.common.thresholds import GAIN_THAT_MATTERS, pct
-from perfstudy.decide import pick
+from perfstudy.decide import arms as arms_mod
 from perfstudy.decide.peers import ANALYZER
 from perfstudy.decide.scenarios import UNSCORED_PREFETCH
 from perfstudy.run.settings import PRIMARY_KEY
@@ -52,11 +52,11 @@ def against_sweep(arms: list) -> pd.DataFrame:
     scored like the scenario benchmark: its culprit (right when it names the swept map's
     workers, the step moving >= 10 % across the arms), and its advice followed, within 10 % of
     the fastest fixed arm where an arm ran it (prefetch_size: unscored, said so)."""
-    source = pick.source_arm(arms)
+    source = arms_mod.source_arm(arms)
     if source is None:
         return pd.DataFrame()
-    fixed = pick.fixed_arms(arms, source)
-    steps = {pick.arm_workers(a): a.summary.steady_step_ms for a in fixed}
+    fixed = arms_mod.fixed_arms(arms, source)
+    steps = {arms_mod.arm_workers(a): a.summary.steady_step_ms for a in fixed}
     if len(steps) < 2:
         return pd.DataFrame()
     best = min(steps.values())
@@ -72,7 +72,7 @@ def against_sweep(arms: list) -> pd.DataFrame:
         if reading.knob == "prefetch_size":
             within = UNSCORED_PREFETCH
         elif reading.knob is None:
-            within = within_best(steps.get(pick.arm_workers(source), best), best)
+            within = within_best(steps.get(arms_mod.arm_workers(source), best), best)
         else:
             within = "not swept" if ran is None else within_best(ran, best)
         rows.append({"tool": reading.tool, "culprit": reading.operator or "none",

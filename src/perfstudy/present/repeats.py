@@ -103,7 +103,7 @@ def report_table(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def describe(changes: dict, diagnosis: dict) -> str:
-    from perfstudy.decide.decision import describe_changes
+    from perfstudy.decide.advisor import describe_changes
 
     return "set " + describe_changes(changes, diagnosis.advisor)
 

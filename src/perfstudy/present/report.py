@@ -8,12 +8,13 @@ from typing import Any
 import pandas as pd
 
 from perfstudy.common.io import write_csv, write_text_atomic
-from perfstudy.decide import remedy, scenarios
-from perfstudy.decide.arm import Arm
-from perfstudy.decide.claim_result import Scorecard
-from perfstudy.decide.remedy_record import Remedies, write_remedies
-from perfstudy.decide.remedy_record import frame as remedy_frame
-from perfstudy.present import benchmark, document, figures, peers, repeats, scaling, sentences, tables, verified
+from perfstudy.decide import remedy_proof
+from perfstudy.decide.arms import Arm
+from perfstudy.decide.remedy_proof import Remedies, write_remedies
+from perfstudy.decide.remedy_proof import frame as remedy_frame
+from perfstudy.decide.scenarios import score as score_scenarios
+from perfstudy.decide.scorecard import Scorecard
+from perfstudy.present import document, figures, peers, repeats, scaling, scenarios, sentences, tables, verify
 
 
 def build(study: str, runs: list[Arm], out_dir: str | Path, card: Scorecard) -> dict[str, Path]:
@@ -37,20 +38,20 @@ def build(study: str, runs: list[Arm], out_dir: str | Path, card: Scorecard) -> 
     spread = repeats.table(runs)
     paths = {"comparison": write_csv(out / "comparison.csv", table),
              "repeats": write_csv(out / "repeats.csv", spread)}
-    prepared = remedy.evidence(arms)
+    prepared = remedy_proof.evidence(arms)
     if prepared.arms:  # the record for the later stages, the table for a spreadsheet
         paths["prepared_json"] = write_remedies(out, prepared)
         paths["prepared"] = write_csv(out / "prepared.csv", remedy_frame(prepared))
     across = _answers_across_repeats(runs, out, paths)
-    scores, predicted = scenarios.score(runs)
-    bench, bench_points = benchmark.table(scores), benchmark.points_table(predicted)
+    scores, predicted = score_scenarios(runs)
+    bench, bench_points = scenarios.table(scores), scenarios.points_table(predicted)
     if not bench.empty:
         paths["scenarios"] = write_csv(out / "scenarios.csv", bench)
         write_csv(out / "scenario_predictions.csv", bench_points)
     figs = _figures(arms, table, out / "figures", paths, runs)
     doc = document.Document(f"Study {study}: {sentences.models(arms)} input-pipeline tuning")
     scored = bool(card.claims)
-    doc.lead(card.headline if scored else benchmark.summary_line(scores) or None)
+    doc.lead(card.headline if scored else scenarios.summary_line(scores) or None)
     if scored:
         note = " ".join(t for t in (card.reference, sentences.history_note(card)) if t)
         doc.section(card.title or "The claims, scored", tables.scorecard_table(card),
@@ -117,7 +118,7 @@ def _verdicts(arms: list[Arm], across: dict[str, Any], prepared: Remedies
             verdicts.append((sentences.verdict(arm, baseline), None))
             continue
         why = (f"{sentences.workers_text(arm.summary)}. {arm.diagnosis.headline} "
-               f"{arm.diagnosis.recommendation.sentence}{remedy.quote(arm, prepared)}")
+               f"{arm.diagnosis.recommendation.sentence}{remedy_proof.quote(arm, prepared)}")
         line = sentences.verdict_line(arm, baseline)
         if arm.summary.arm in across:
             answer = across[arm.summary.arm]
@@ -149,7 +150,7 @@ def _details(arms: list[Arm], spread: pd.DataFrame, prepared: Remedies,
         ("Diagnosis benchmark: predicted against measured at every swept setting",
          tables.or_none(bench_points)),
         ("The remedy, measured: the source prepared at a bounded resolution",
-         remedy.lines(prepared) or None),
+         remedy_proof.lines(prepared) or None),
         ("Published vs measured", tables.published_vs_measured(arms)),
         ("Repeats: spread across seeds, and the speedup's interval",
          repeats.report_table(spread) if spread["repeats"].max() > 1 else None),
@@ -158,10 +159,10 @@ def _details(arms: list[Arm], spread: pd.DataFrame, prepared: Remedies,
         ("Diagnosis, side by side", tables.diagnosis_table(arms)),
         ("What-if advisor: predicted from one profiled run", scaling.advisor_lines(arms) or None),
         ("Verification: the model's candidates measured in interleaved rounds, each window a fresh pipeline",
-         tables.or_none(verified.windows_table(arms))),
-        ("Verification: what it cost", verified.cost_lines(arms) or None),
+         tables.or_none(verify.windows_table(arms))),
+        ("Verification: what it cost", verify.cost_lines(arms) or None),
         ("The model's accuracy by operator kind (verification windows)",
-         tables.or_none(verified.accuracy_by_kind(arms))),
+         tables.or_none(verify.accuracy_by_kind(arms))),
         ("Predicted against measured, by worker count", tables.or_none(scaling.whatif_table(arms))),
         ("Pipeline operators over the profiled steps", tables.ops_table(arms)),
         ("Step trace: op timeline vs host timers, and the profiler's own effect",

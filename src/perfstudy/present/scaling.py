@@ -8,7 +8,6 @@ this is the scaling curve, predicted against measured, with the error stated wha
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import matplotlib
 
@@ -18,9 +17,9 @@ import pandas as pd  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 from perfstudy.common.thresholds import GAIN_THAT_MATTERS, pct
-from perfstudy.decide.advice import Advice  # noqa: E402
-from perfstudy.decide.advisor import predict  # noqa: E402
-from perfstudy.decide.pick import arm_workers, fixed_arms, pick_check, settings, source_arm  # noqa: E402
+from perfstudy.decide.advisor import Advice
+from perfstudy.decide.arms import PickCheck, arm_workers, fixed_arms, pick_check, settings, source_arm
+from perfstudy.decide.whatif import predict
 from perfstudy.present.figstyle import legend_below  # noqa: E402
 from perfstudy.run.settings import PRIMARY_KEY  # noqa: E402
 
@@ -62,23 +61,23 @@ def advisor_lines(arms: list) -> list[str]:
     check = pick_check(arms)
     if check is None:
         return lines
-    if check.get("no_verdict"):
-        no_pick = (f"{check['source']} got no verdict (its measured window was not steady), so nothing "
+    if check.no_verdict:
+        no_pick = (f"{check.source} got no verdict (its measured window was not steady), so nothing "
                    "was recommended and no pick is checked against the arms.")
         return [*lines, no_pick, *autotune_lines(arms, check)]
-    head = (f"The recommendation (from {check['source']}) is {check['recommended_workers']} map "
-            f"worker(s); the fastest arm measured is {check['best_arm']} "
-            f"({check['best_workers']} worker(s), {check['best_step_ms']:.0f} ms)")
-    if "picked_step_ms" in check:
-        head += (f"; the pick measured {check['picked_step_ms']:.0f} ms, "
-                 f"{pct(check['picked_vs_best'], 1, signed=True)} against the best "
-                 f"({'within' if check['within_target'] else 'outside'} the {pct(GAIN_THAT_MATTERS)} target)")
+    head = (f"The recommendation (from {check.source}) is {check.recommended_workers} map "
+            f"worker(s); the fastest arm measured is {check.best_arm} "
+            f"({check.best_workers} worker(s), {check.best_step_ms:.0f} ms)")
+    if check.picked_step_ms is not None:
+        head += (f"; the pick measured {check.picked_step_ms:.0f} ms, "
+                 f"{pct(check.picked_vs_best, 1, signed=True)} against the best "
+                 f"({'within' if check.within_target else 'outside'} the {pct(GAIN_THAT_MATTERS)} target)")
     else:
         head += "; no arm ran the pick, so it is not checked here (run study=sweep)"
     return lines + [head + "."] + autotune_lines(arms, check)
 
 
-def autotune_lines(arms: list, check: dict[str, Any]) -> list[str]:
+def autotune_lines(arms: list, check: PickCheck) -> list[str]:
     """AutoTune's arms against the fastest fixed setting and the advisor's pick."""
     lines = []
     for arm in arms:
@@ -90,14 +89,14 @@ def autotune_lines(arms: list, check: dict[str, Any]) -> list[str]:
         line = (f"{arm.name}: Dataset AutoTune, started from {arm_workers(arm)} map worker(s), "
                 + (f"ended with {chosen} map worker(s)" if chosen else "saved no setting")
                 + f"; steady step {step:.0f} ms over the whole run (it tunes while the steps run), "
-                f"{pct((step / check['best_step_ms'] - 1), 1, signed=True)} against the fastest fixed "
-                f"setting ({check['best_arm']})")
+                f"{pct((step / check.best_step_ms - 1), 1, signed=True)} against the fastest fixed "
+                f"setting ({check.best_arm})")
         manual = next((a for a in arms if a.name == "tuned"), None)
         if manual is not None:  # the case study's manual fix, when the study has it
             line += (f", {pct((step / manual.summary.steady_step_ms - 1), 1, signed=True)} against the "
                      f"manual tuned arm ({arm_workers(manual)} worker(s))")
-        if "picked_step_ms" in check:
-            line += f" and {pct((step / check['picked_step_ms'] - 1), 1, signed=True)} against the advisor's pick"
+        if check.picked_step_ms is not None:
+            line += f" and {pct((step / check.picked_step_ms - 1), 1, signed=True)} against the advisor's pick"
         lines.append(line + (f"; its configuration: {Path(tuned.config_file).name}"
                              if tuned.config_file else "") + ".")
     return lines

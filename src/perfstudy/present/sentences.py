@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from perfstudy.common.thresholds import pct
-from perfstudy.decide.arm import Arm
-from perfstudy.decide.claim_result import Scorecard
-from perfstudy.decide.decision import describe_changes
+from perfstudy.decide.advisor import describe_changes
+from perfstudy.decide.arms import Arm
 from perfstudy.decide.diagnosis import input_bound_band, verdict_label
+from perfstudy.decide.scorecard import Scorecard
 from perfstudy.run.settings import ADDRESSED, BUILTIN_PIPELINE, MP
 from perfstudy.run.summary import RunSummary
 

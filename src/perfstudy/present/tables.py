@@ -8,9 +8,9 @@ from dataclasses import asdict
 import pandas as pd
 
 from perfstudy.common.thresholds import pct
-from perfstudy.decide.arm import Arm
-from perfstudy.decide.claim_result import Scorecard
+from perfstudy.decide.arms import Arm
 from perfstudy.decide.diagnosis import input_bound_band, verdict_label
+from perfstudy.decide.scorecard import Scorecard
 from perfstudy.present.sentences import workers_text
 from perfstudy.run.summary import SPREADS
 

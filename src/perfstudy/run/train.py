@@ -401,7 +401,7 @@ def run(cfg, manifest_path: str | Path | None = None,
     Args:
         cfg: the arm's resolved config (perfstudy.common.config).
         manifest_path: the dataset's manifest (None: made or found from cfg.data).
-        propose: (run folder, k) -> the verification's Proposal (perfstudy.decide.analysis.propose:
+        propose: (run folder, k) -> the verification's Proposal (perfstudy.orchestrate.analyze.propose:
             the model's best k settings beside the run's own); all are then measured in
             interleaved rounds (perfstudy.run.verify). None: no verification.
         on_step: sees each trained step's times as it ends (perfstudy.present.live's run).

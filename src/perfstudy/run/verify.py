@@ -17,7 +17,7 @@ long window measured earlier: that is the sequential A-then-B design that puts d
 side). Rounds are added until every candidate is settled (perfstudy.decide's rule: an interval
 wholly beyond a 10 % gain, or one that excludes it), `verify.max_rounds`, or the budget
 (`verify.budget_share` x the training's wall time). What each window measured is returned;
-which setting wins is decide/'s (perfstudy.decide.verification).
+which setting wins is decide/'s (perfstudy.decide.verify).
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """The verification's plan and what its rounds measured, as records (summary.json's
 `verification`). Light: read by every later stage without importing MindSpore.
 
-The plan is made by perfstudy.decide.verification.plan (the model proposes), measured by
-perfstudy.run.verify (interleaved rounds), decided by perfstudy.decide.verification.verdict.
+The plan is made by perfstudy.decide.verify.plan (the model proposes), measured by
+perfstudy.run.verify (interleaved rounds), decided by perfstudy.decide.verify.verdict.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ class Planned:
 
 @dataclass(frozen=True)
 class Proposal:
-    """What the model proposes to measure (perfstudy.decide.analysis.propose)."""
+    """What the model proposes to measure (perfstudy.orchestrate.analyze.propose)."""
 
     plan: list[Planned]  # empty: nothing to verify (skipped says why)
     skipped: str | None = None

@@ -4,7 +4,7 @@ import pandas as pd
 from records import make_summary
 
 from perfstudy.common import provenance
-from perfstudy.decide.arm import Arm
+from perfstudy.decide.arms import Arm
 from perfstudy.present.sentences import machines_check
 
 

@@ -9,9 +9,9 @@ from conftest import REPO
 from records import make_summary
 
 from perfstudy.common.records import RecordError, from_dict, read_record, schema_text, to_dict, write_record
-from perfstudy.decide.claim_result import Scorecard
-from perfstudy.decide.recommendation import Diagnosis, read_diagnosis, write_diagnosis
-from perfstudy.decide.remedy_record import Remedies
+from perfstudy.decide.diagnosis import Diagnosis, read_diagnosis, write_diagnosis
+from perfstudy.decide.remedy_proof import Remedies
+from perfstudy.decide.scorecard import Scorecard
 from perfstudy.run.summary import RunSummary, read_summary, write_summary
 
 SCHEMAS = REPO / "docs" / "schemas"
@@ -99,7 +99,7 @@ def test_a_share_is_written_one_way():
 def test_a_record_its_reader_would_refuse_fails_where_it_is_written(tmp_path):
     from records import make_diagnosis
 
-    from perfstudy.decide.recommendation import write_diagnosis
+    from perfstudy.decide.diagnosis import write_diagnosis
 
     write_diagnosis(tmp_path, replace(make_diagnosis(), culprit=None))  # no culprit: allowed
     assert read_diagnosis(tmp_path).culprit is None

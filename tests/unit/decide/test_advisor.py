@@ -7,9 +7,9 @@ import pytest
 from records import make_summary, render_report
 
 from perfstudy.common.io import read_json
-from perfstudy.decide import advisor, fixes
-from perfstudy.decide.arm import load_arm
-from perfstudy.decide.recommendation import read_diagnosis
+from perfstudy.decide import advisor, remedies, whatif
+from perfstudy.decide.arms import load_arm
+from perfstudy.decide.diagnosis import read_diagnosis
 from perfstudy.run import settings
 from perfstudy.run.summary import read_summary
 
@@ -104,7 +104,7 @@ def test_a_python_map_is_read_off_its_probe():
     # it computes in Python, so it takes turns with the network's step on the GIL: in thread
     # workers one worker's 404 ms + 180 ms however many; in 2 worker processes 204 ms + 180 ms
     assert advice.stages[0].holds_gil and advice.level == pytest.approx(1.0)
-    threads = advisor.predict(advice, {"pipeline.extra_transform_workers": 2})
+    threads = whatif.predict(advice, {"pipeline.extra_transform_workers": 2})
     assert threads.step_ms == pytest.approx(404.0 + 180.0) and threads.binding == "gil"
     pick = advice.pick
     assert pick["pipeline.extra_transform_workers"] == 2
@@ -136,15 +136,15 @@ def test_a_mixed_maps_measured_gil_share_lets_its_thread_workers_scale():
     advice = advisor.advise(make_summary(summary), ops)
     stage = advice.stages[0]
     assert stage.gil_measured and stage.gil_share == pytest.approx(100.0 / 3600.0)
-    one = advisor.predict(advice, {"pipeline.workers.map_2": 1})
-    two = advisor.predict(advice, {"pipeline.workers.map_2": 2})
+    one = whatif.predict(advice, {"pipeline.workers.map_2": 1})
+    two = whatif.predict(advice, {"pipeline.workers.map_2": 2})
     assert one.gil_ms == pytest.approx(100.0) and two.gil_ms == pytest.approx(100.0)
     assert one.step_ms == pytest.approx(3600.0) and two.step_ms == pytest.approx(2400.0)
     # without the GIL point the same probe counts as all GIL: 1 and 2 threads alike (the old
     # reading, which missed mindcv's sweep by up to 38 %)
     flagged = advisor.advise(*_typed(*_mixed_map_summary(gil_ms=None, steady=2400.0)))
     assert not flagged.stages[0].gil_measured and flagged.stages[0].gil_share == 1.0
-    assert advisor.predict(flagged, {"pipeline.workers.map_2": 2}).binding == "gil"
+    assert whatif.predict(flagged, {"pipeline.workers.map_2": 2}).binding == "gil"
 
 
 def test_the_gil_pairs_run_alone_is_a_second_sample_of_the_one_thread_point():
@@ -152,9 +152,9 @@ def test_the_gil_pairs_run_alone_is_a_second_sample_of_the_one_thread_point():
     summary["calibration"]["operators"][0]["gil"]["wall_ms_per_batch_alone"] = 4000.0
     advice = advisor.advise(make_summary(summary), ops)
     assert advice.stages[0].gil_share == pytest.approx(100.0 / 4000.0)
-    one = advisor.predict(advice, {"pipeline.workers.map_2": 1})
+    one = whatif.predict(advice, {"pipeline.workers.map_2": 1})
     assert one.slowest_stage_ms == pytest.approx(3800.0)  # (3600 + 4000) / 2
-    two = advisor.predict(advice, {"pipeline.workers.map_2": 2})
+    two = whatif.predict(advice, {"pipeline.workers.map_2": 2})
     assert two.slowest_stage_ms == pytest.approx(2400.0)  # other points as measured
 
 
@@ -164,7 +164,7 @@ def test_a_step_below_its_probed_stage_does_not_scale_the_model_down():
     summary, ops = _mixed_map_summary(gil_ms=100.0, steady=3100.0)
     advice = advisor.advise(make_summary(summary), ops)
     assert advice.now["pipeline.workers.map_2"] == 1 and advice.level == pytest.approx(1.0)
-    assert advisor.predict(advice, {"pipeline.workers.map_2": 2}).step_ms == pytest.approx(2400.0)
+    assert whatif.predict(advice, {"pipeline.workers.map_2": 2}).step_ms == pytest.approx(2400.0)
     slower, ops = _mixed_map_summary(gil_ms=100.0, steady=4320.0)  # a slower step still levels
     assert advisor.advise(make_summary(slower), ops).level == pytest.approx(1.2)
 
@@ -183,7 +183,7 @@ def test_the_real_baseline_predicts_the_tuned_arm_within_fifteen_percent(analyse
     assert advice.source == "profile"
     assert advice.stages[0].label.startswith("Map #2 [RandomCropDecodeResize")
     assert advice.pick_workers == 2
-    predicted = advisor.predict(advice, {settings.PRIMARY_KEY: 2}).step_ms
+    predicted = whatif.predict(advice, {settings.PRIMARY_KEY: 2}).step_ms
     assert abs(predicted / tuned.steady_step_ms - 1) < 0.15  # measured: -5.2 % (2835 vs 2991 ms)
     assert abs(advice.now_error) < 0.01  # levelled on its own step
     # both runs' profiles give the same per-batch CPU of the map, within 5 %
@@ -269,18 +269,18 @@ def test_the_prepared_source_is_predicted_from_the_decode_cost_per_megapixel():
                                                 "bound_rule": "per image, the crop bound"}}
     ops = _ops(95.0, 95.0).assign(operations=["", "Decode", ""])
     advice = advisor.advise(make_summary(summary), ops)
-    predicted = fixes.prepared_prediction(advice, make_summary(summary))
+    predicted = remedies.prepared_prediction(advice, make_summary(summary))
     # the map's 3040 CPU-ms per batch at 16 MP is 3.04 at 0.016 MP: the network's 500 ms binds
-    assert fixes.prepared_step_at(predicted, {settings.PRIMARY_KEY: 1}) == pytest.approx(500.0, rel=0.02)
+    assert remedies.prepared_step_at(predicted, {settings.PRIMARY_KEY: 1}) == pytest.approx(500.0, rel=0.02)
     assert predicted.now == pytest.approx(500.0, rel=0.02)
     assert predicted.basis == "scaled"
     assert {r.binding for r in predicted.predictions} == {"network"}
-    assert fixes.prepared_step_at(predicted, {settings.PRIMARY_KEY: 99}) is None
+    assert remedies.prepared_step_at(predicted, {settings.PRIMARY_KEY: 99}) is None
     # nothing decodes, or the source is already within the bound: no prediction
     typed = make_summary(summary)
-    assert fixes.prepared_prediction(advisor.advise(typed, _ops(95.0, 95.0)), typed) is None
+    assert remedies.prepared_prediction(advisor.advise(typed, _ops(95.0, 95.0)), typed) is None
     within = {**summary, "dataset": {"mean_megapixels": 0.01, "bounded_megapixels": 0.01}}
-    assert fixes.prepared_prediction(advisor.advise(make_summary(within), ops), make_summary(within)) is None
+    assert remedies.prepared_prediction(advisor.advise(make_summary(within), ops), make_summary(within)) is None
 
 
 def _mixed_map(prepared=None):
@@ -313,12 +313,12 @@ def test_a_decoding_map_with_python_is_predicted_prepared_from_its_probe_on_prep
             {"workers": 2, "multiprocessing": False, "wall_ms_per_batch": wall_ms, "cpu_ms_per_batch": wall_ms}]}
         summary = _mixed_map(prepared)
         advice = advisor.advise(summary, None)
-        return advice, summary, fixes.prepared_prediction(advice, summary)
+        return advice, summary, remedies.prepared_prediction(advice, summary)
 
     advice, summary, predicted = prepared_at(900.0)
     assert predicted.basis == "probed"
     assert predicted.decoding_stage.startswith("map_2 [RandomCropDecodeResize")
-    at_one = fixes.prepared_step_at(predicted, {"pipeline.workers.map_2": 1})
+    at_one = remedies.prepared_step_at(predicted, {"pipeline.workers.map_2": 1})
     assert predicted.now == pytest.approx(at_one)
     # the map's Python needs the GIL (no GIL point: it computes, so all of it) and takes turns
     # with the network's 500 ms: 900 + 500, levelled as the run (the same thing binds)
@@ -328,7 +328,8 @@ def test_a_decoding_map_with_python_is_predicted_prepared_from_its_probe_on_prep
     _, _, cheaper = prepared_at(300.0)
     assert at_one - cheaper.now == pytest.approx(600.0 * advice.level, rel=0.01)
     # the words say the map was probed on prepared rows
-    assert "probed on its rows prepared" in fixes._decode_remedy(advice, summary, advice.predictions[0])
+    assert "probed on its rows prepared" in remedies._decode_remedy(
+        summary, advice.predictions[0], remedies.prepared_prediction(advice, summary))
     # not probed on prepared rows: no prediction (never a guess from pixels)
     unprobed = _mixed_map(None)
-    assert fixes.prepared_prediction(advisor.advise(unprobed, None), unprobed) is None
+    assert remedies.prepared_prediction(advisor.advise(unprobed, None), unprobed) is None

@@ -13,9 +13,9 @@ from records import render_report
 
 from perfstudy.common.config import ConfigError
 from perfstudy.common.io import read_json
-from perfstudy.decide import claims, claims_file
-from perfstudy.decide.arm import load_arm
-from perfstudy.decide.claim_result import read_scorecard
+from perfstudy.decide import claims, scorecard
+from perfstudy.decide.arms import load_arm
+from perfstudy.decide.scorecard import read_scorecard
 from perfstudy.present import sentences
 
 SEED_CLAIMS = REPO / "workflow" / "claims" / "seed_case.yaml"
@@ -32,7 +32,7 @@ def _by_id(card):
 
 
 def test_the_case_study_claims_are_scored_from_the_measured_arms(arms):
-    card = claims.score(claims_file.load(SEED_CLAIMS), arms)
+    card = scorecard.score(claims.load(SEED_CLAIMS), arms)
     base, tuned = (a.summary for a in arms)
     got = _by_id(card)
     assert got["baseline_input_bound"].measured == pytest.approx(base.gap_share)
@@ -61,9 +61,9 @@ def test_the_case_study_claims_are_scored_from_the_measured_arms(arms):
 
 
 def test_a_claim_that_does_not_hold_is_failed_and_named_in_the_headline(arms):
-    spec = claims_file.load(SEED_CLAIMS)
+    spec = claims.load(SEED_CLAIMS)
     next(c for c in spec["claims"] if c["id"] == "tuned_faster")["at_least"] = 4.98  # the article's
-    card = claims.score(spec, arms)
+    card = scorecard.score(spec, arms)
     assert _by_id(card)["tuned_faster"].result == "does not hold"
     assert "tuned_faster (1.44x, >= 4.98x)" in card.headline.split(" not: ")[1]
     assert "All" not in card.headline.split(" on this machine")[0]
@@ -91,13 +91,13 @@ def test_a_bad_claims_file_is_one_sentence_naming_the_claim(tmp_path, text, word
     path = tmp_path / "claims.yaml"
     path.write_text(text)
     with pytest.raises(ConfigError) as err:
-        claims_file.load(path)
+        claims.load(path)
     assert words in str(err.value) and str(path) in str(err.value)
     assert "\n" not in str(err.value)
 
 
 def test_the_report_opens_with_the_scorecard_and_writes_scorecard_json(arms, tmp_path):
-    paths = render_report("seed_case", arms, tmp_path, claims_file.load(SEED_CLAIMS))
+    paths = render_report("seed_case", arms, tmp_path, claims.load(SEED_CLAIMS))
     card = read_scorecard(paths["scorecard"].parent)  # scorecard.json, read back as its record
     md = paths["md"].read_text()
     sections = [line for line in md.splitlines() if line.startswith("## ")]
@@ -119,9 +119,9 @@ def test_without_a_claims_file_the_report_says_nothing_is_scored(arms, tmp_path)
     paths = render_report("other", arms, tmp_path)
     assert read_json(paths["scorecard"])["claims"] == []
     assert "reproduce here" not in paths["md"].read_text()
-    assert claims_file.claims_path("other", "", REPO) is None
-    assert claims_file.claims_path("seed_case", "", REPO) == SEED_CLAIMS
-    assert claims_file.claims_path("x", "conf/mine.yaml", REPO) == REPO / "conf/mine.yaml"
+    assert claims.claims_path("other", "", REPO) is None
+    assert claims.claims_path("seed_case", "", REPO) == SEED_CLAIMS
+    assert claims.claims_path("x", "conf/mine.yaml", REPO) == REPO / "conf/mine.yaml"
 
 
 def test_make_report_refuses_a_bad_claims_file_before_any_work(tmp_path):
@@ -142,12 +142,12 @@ def test_every_shipped_claims_file_loads_and_belongs_to_a_study():
     files = sorted((REPO / "workflow" / "claims").glob("*.yaml"))
     assert files
     for path in files:
-        spec = claims_file.load(path)
+        spec = claims.load(path)
         assert path.stem in studies and spec["claims"] and spec["title"]
 
 
 def test_each_verdict_is_one_line_with_its_reasoning_one_click_away(arms, tmp_path):
-    paths = render_report("seed_case", arms, tmp_path, claims_file.load(SEED_CLAIMS))
+    paths = render_report("seed_case", arms, tmp_path, claims.load(SEED_CLAIMS))
     md = paths["md"].read_text()
     block = md.split("## Verdicts\n\n", 1)[1].split("\n\n", 1)[0].splitlines()
     lines = [line[2:] for line in block if line.startswith("- ")]
@@ -169,20 +169,20 @@ def test_each_verdict_is_one_line_with_its_reasoning_one_click_away(arms, tmp_pa
 def test_a_claim_over_repeats_gets_its_median_interval_and_an_honest_inconclusive():
     claim = {"at_most": 0.05}
     # the four tuned-arm gap shares measured on one machine in four make runs
-    straddles = claims.judge(claim, [0.027, 0.045, 0.136, 0.001], "percent")
+    straddles = scorecard.judge(claim, [0.027, 0.045, 0.136, 0.001], "percent")
     assert straddles["result"] == "inconclusive" and straddles["passed"] is None
     assert straddles["interval"] == [0.001, 0.136] and straddles["interval_kind"] == "range"
     assert "range of 4" in straddles["measured_text"]
     assert straddles["measured"] == pytest.approx(0.036)
-    assert claims.judge(claim, [0.01, 0.02, 0.03], "percent")["result"] == "holds"
-    assert claims.judge(claim, [0.1, 0.2], "percent")["result"] == "does not hold"
-    assert claims.judge(claim, [0.04], "percent")["result"] == "holds"  # one run: as before
+    assert scorecard.judge(claim, [0.01, 0.02, 0.03], "percent")["result"] == "holds"
+    assert scorecard.judge(claim, [0.1, 0.2], "percent")["result"] == "does not hold"
+    assert scorecard.judge(claim, [0.04], "percent")["result"] == "holds"  # one run: as before
     six = [0.01, 0.012, 0.011, 0.2, 0.013, 0.012]  # from 6 repeats an exact 95 % exists: min-max
-    assert claims.interval(six) == (0.01, 0.2, "order-statistic 96.9 %")
+    assert scorecard.interval(six) == (0.01, 0.2, "order-statistic 96.9 %")
     many = six + [0.011, 0.014, 0.012, 0.013]  # ten: the 2nd smallest to the 2nd largest
-    low, high, how = claims.interval(many)
+    low, high, how = scorecard.interval(many)
     assert how == "order-statistic 97.9 %" and (low, high) == (0.011, 0.014)
-    text = claims.judge({"equals": "a"}, ["a", "b", "a"], "text")
+    text = scorecard.judge({"equals": "a"}, ["a", "b", "a"], "text")
     assert text["result"] == "inconclusive" and "held in 2 of 3 repeats" in text["measured_text"]
 
 
@@ -198,7 +198,7 @@ def test_the_scorecard_scores_every_repeat(arms):
             again.summary = replace(arm.summary, repeat=repeat,
                                     gap_share=share if arm.name == "tuned" else arm.summary.gap_share)
             runs.append(again)
-    card = claims.score(claims_file.load(SEED_CLAIMS), arms, runs)
+    card = scorecard.score(claims.load(SEED_CLAIMS), arms, runs)
     got = _by_id(card)
     assert card.repeats == 3 and got["tuned_faster"].repeats == 3
     tuned = got["tuned_not_input_bound"]
@@ -211,10 +211,10 @@ def test_the_scorecard_scores_every_repeat(arms):
 def test_the_claims_schema_names_every_metric_the_scorer_knows():
     import json
 
-    schema = json.loads(claims_file.SCHEMA.read_text())
+    schema = json.loads(claims.SCHEMA.read_text())
     assert sorted(schema["$defs"]["claim"]["properties"]["metric"]["enum"]) == sorted(claims.METRICS)
     for path in (REPO / "workflow" / "claims").glob("*.yaml"):  # every shipped file is valid
-        assert claims_file.load(path)["claims"]
+        assert claims.load(path)["claims"]
 
 
 def test_a_speedup_between_arms_that_differ_only_in_settings_is_read_paired_by_round():
@@ -224,7 +224,7 @@ def test_a_speedup_between_arms_that_differ_only_in_settings_is_read_paired_by_r
     to the windows and says they were not paired."""
     from records import make_diagnosis, make_recommendation, make_summary, make_verification
 
-    from perfstudy.decide import verification
+    from perfstudy.decide import verify
 
     key, reader = "pipeline.num_parallel_workers", "pipeline.reader_workers"
     base_set, tuned_set = {key: 1, reader: 1}, {key: 2, reader: 1}
@@ -238,40 +238,40 @@ def test_a_speedup_between_arms_that_differ_only_in_settings_is_read_paired_by_r
 
     def rounds(slow):  # the baseline's setting over the tuned one's, per round (host drift shared)
         own = [3300.0, 3000.0, 3600.0, 3200.0]
-        return verification.verdict(make_verification(
+        return verify.verdict(make_verification(
             [(tuned_set, 3300.0), (base_set, 4500.0)], [own, [t * s for t, s in zip(own, slow, strict=True)]]))
     spec = {"claims": [{"id": "fast", "claim": "x", "metric": "speedup", "arm": "tuned",
                         "against": "baseline", "at_least": 1.05}]}
     quiet = rounds([1.40, 1.42, 1.39, 1.41])
     arms = [Arm("baseline", base_set, 3680.0), Arm("tuned", tuned_set, 3338.0, quiet)]
-    got = claims.score(spec, arms).claims[0]
+    got = scorecard.score(spec, arms).claims[0]
     assert got.result == "holds" and got.measured == pytest.approx(1.405, abs=0.01)
     assert got.interval_kind.startswith("paired") and got.interval[0] > 1.05
     assert "paired by round in tuned's verification" in got.detail
-    assert "(paired by round)" in claims.score(spec, arms).headline
+    assert "(paired by round)" in scorecard.score(spec, arms).headline
     # noisy rounds straddling the bound: inconclusive, not "holds" on a point
     noisy = rounds([1.45, 0.85, 1.30, 0.90])
     arms[1] = Arm("tuned", tuned_set, 3338.0, noisy)
-    assert claims.score(spec, arms).claims[0].result == "inconclusive"
+    assert scorecard.score(spec, arms).claims[0].result == "inconclusive"
     # the baseline's own rounds measured the tuned setting: read inverted
-    arms = [Arm("baseline", base_set, 3680.0, verification.verdict(make_verification(
+    arms = [Arm("baseline", base_set, 3680.0, verify.verdict(make_verification(
         [(base_set, 4500.0), (tuned_set, 3300.0)],
         [[4400.0, 4300.0, 4500.0], [3150.0, 3070.0, 3210.0]]))), Arm("tuned", tuned_set, 3338.0)]
-    got = claims.score(spec, arms).claims[0]
+    got = scorecard.score(spec, arms).claims[0]
     assert got.measured == pytest.approx(4400 / 3143, rel=0.02) and "baseline's verification" in got.detail
     # both runs measured the pair (1.40x and 1.41x, two processes): the union of their
     # intervals, so the claim holds only where each run's interval meets the bound
     arms[1] = Arm("tuned", tuned_set, 3338.0, quiet)
-    got = claims.score(spec, arms).claims[0]
+    got = scorecard.score(spec, arms).claims[0]
     assert "2 runs' verifications" in got.detail and got.result == "holds"
     assert got.interval[0] == pytest.approx(min(4400 / 3210, 1.39), abs=0.03)
     spec["claims"][0]["at_least"] = 1.405  # inside the tuned run's interval: not every run meets it
-    assert claims.score(spec, arms).claims[0].result == "inconclusive"
+    assert scorecard.score(spec, arms).claims[0].result == "inconclusive"
     spec["claims"][0]["at_least"] = 1.05
     # other data: not the same arm at another setting, so the windows, said unpaired
     arms[1].summary = make_summary(arm="tuned", run="tuned", steady_step_ms=3338.0,
                                    operator_settings=tuned_set, dataset_sha256="other")
-    got = claims.score(spec, arms).claims[0]
+    got = scorecard.score(spec, arms).claims[0]
     assert got.measured == pytest.approx(3680 / 3338) and "not paired" in got.detail
 
 
@@ -282,7 +282,7 @@ def test_the_advisors_pick_against_the_best_arm_is_read_paired_where_one_run_mea
     windows minutes apart (which read 37.7 % in one run and 0 % in the one before)."""
     from records import make_advice, make_diagnosis, make_recommendation, make_summary, make_verification, one_map_model
 
-    from perfstudy.decide import verification
+    from perfstudy.decide import verify
 
     key, reader = "pipeline.num_parallel_workers", "pipeline.reader_workers"
     base_set, tuned_set = {key: 1, reader: 1}, {key: 2, reader: 1}
@@ -291,7 +291,7 @@ def test_the_advisors_pick_against_the_best_arm_is_read_paired_where_one_run_mea
     def arms(slow):
         ver = make_verification([(base_set, 4400.0), (tuned_set, 3300.0)],
                                 [own, [o / s for o, s in zip(own, slow, strict=True)]])
-        rec = make_recommendation(action="inconclusive", settings=base_set, verification=verification.verdict(ver))
+        rec = make_recommendation(action="inconclusive", settings=base_set, verification=verify.verdict(ver))
 
         class Arm:
             def __init__(self, name, settings, step, **summary):
@@ -305,10 +305,10 @@ def test_the_advisors_pick_against_the_best_arm_is_read_paired_where_one_run_mea
         return [base, tuned]
     spec = {"claims": [{"id": "pick", "claim": "x", "metric": "advisor_pick_vs_best", "arm": "baseline",
                         "at_most": 0.10}]}
-    got = claims.score(spec, arms([1.05, 1.60, 1.20, 1.45])).claims[0]
+    got = scorecard.score(spec, arms([1.05, 1.60, 1.20, 1.45])).claims[0]
     assert got.interval_kind.startswith("paired") and "paired by round in baseline's verification" in got.detail
     assert got.result == "inconclusive" and got.interval[0] < 0.10 < got.interval[1]
-    got = claims.score(spec, arms([1.35, 1.38, 1.33, 1.36])).claims[0]  # the pick clearly slower
+    got = scorecard.score(spec, arms([1.35, 1.38, 1.33, 1.36])).claims[0]  # the pick clearly slower
     assert got.result == "does not hold" and got.measured == pytest.approx(0.355, abs=0.02)
 
 
@@ -360,28 +360,28 @@ def test_the_remedy_is_read_paired_by_round_where_the_prepared_arm_measured_its_
                         "arm": "prepared", "at_most": 0.15}]}
     own = [560.0, 620.0, 540.0, 600.0]
     arms = [source, prepared(against_source=against(own, [5.2 * o for o in own]))]
-    got = _by_id(claims.score(spec, arms))
+    got = _by_id(scorecard.score(spec, arms))
     assert got["five"].result == "holds" and got["five"].measured == pytest.approx(5.2, rel=0.01)
     assert got["five"].interval_kind.startswith("paired") and "paired by round in prepared's run" in got["five"].detail
     # predicted 600 against the source's 3000 ms (5.0x); measured 5.2x paired: +4 %, holds
     assert got["predicted"].result == "holds" and got["predicted"].measured == pytest.approx(0.04, abs=0.005)
     assert got["predicted"].interval_kind.startswith("paired")
-    from perfstudy.decide import remedy
-    from perfstudy.decide.remedy_record import read_remedies, write_remedies
+    from perfstudy.decide import remedy_proof
+    from perfstudy.decide.remedy_proof import read_remedies, write_remedies
 
-    found = remedy.evidence(arms)  # the record later stages read back (prepared.json)
+    found = remedy_proof.evidence(arms)  # the record later stages read back (prepared.json)
     write_remedies(tmp_path, found)
     assert read_remedies(tmp_path) == found and found.of("prepared").paired.rounds == 4
     assert found.from_source("baseline").paired.error == pytest.approx(0.04, abs=0.005)
-    said = " ".join(remedy.lines(found))
+    said = " ".join(remedy_proof.lines(found))
     assert "paired by round in prepared's run" in said and "5.2x (" in said
     assert "against the paired ratio +4 %" in said
     # a noisy pairing straddling the bound: inconclusive, never "holds" on a point
     noisy = [5.0 * o * f for o, f in zip(own, [0.8, 1.3, 0.85, 1.25], strict=True)]
-    got = _by_id(claims.score(spec, [source, prepared(against_source=against(own, noisy))]))
+    got = _by_id(scorecard.score(spec, [source, prepared(against_source=against(own, noisy))]))
     assert got["five"].result == "inconclusive" and got["five"].interval[0] < 5 < got["five"].interval[1]
     # no rounds against the source: the arms' own windows (6.0x, +20 %), said unpaired
-    got = _by_id(claims.score(spec, [source, prepared()]))
+    got = _by_id(scorecard.score(spec, [source, prepared()]))
     assert "not paired" in got["five"].detail and "not paired" in got["predicted"].detail
     assert got["predicted"].measured == pytest.approx(0.20, abs=0.01) and got["predicted"].result == "does not hold"
     # another model on the same source at the same settings is not its source arm (a study of
@@ -392,8 +392,8 @@ def test_the_remedy_is_read_paired_by_round_where_the_prepared_arm_measured_its_
         factories={"model": "mindcv.models.create_model", "model_name": "mobilenet", "pipeline":
                    "perfstudy.run.pipeline.case_study"}))
     mine = prepared()
-    assert remedy.pair(mine, [other_model, mine]) is None
-    assert remedy.pair(mine, [other_model, source, mine]) is source
+    assert remedy_proof.pair(mine, [other_model, mine]) is None
+    assert remedy_proof.pair(mine, [other_model, source, mine]) is source
 
 
 def test_the_advisors_prediction_of_another_arm_is_read_against_the_paired_speedup():
@@ -403,8 +403,8 @@ def test_the_advisors_prediction_of_another_arm_is_read_against_the_paired_speed
     from) against the paired one, with its interval; else the windows, said unpaired."""
     from records import make_advice, make_diagnosis, make_recommendation, make_summary, make_verification, one_map_model
 
-    from perfstudy.decide import verification
-    from perfstudy.decide.advisor import predict
+    from perfstudy.decide import verify
+    from perfstudy.decide.whatif import predict
 
     key, reader = "pipeline.num_parallel_workers", "pipeline.reader_workers"
     base_set, tuned_set = {key: 1, reader: 1}, {key: 2, reader: 1}
@@ -416,19 +416,19 @@ def test_the_advisors_prediction_of_another_arm_is_read_against_the_paired_speed
             self.summary = make_summary(arm=name, run=name, steady_step_ms=step, operator_settings=settings,
                                         num_parallel_workers={"effective": settings[key]})
     own = [1200.0, 1100.0, 1300.0, 1150.0]
-    checked = verification.verdict(make_verification([(tuned_set, 600.0), (base_set, 1200.0)],
+    checked = verify.verdict(make_verification([(tuned_set, 600.0), (base_set, 1200.0)],
                                                      [own, [1.8 * o for o in own]]))
     base = Arm("baseline", base_set, 1000.0, make_diagnosis(advisor=advice))
     tuned = Arm("tuned", tuned_set, 800.0, make_diagnosis(recommendation=make_recommendation(verification=checked)))
     predicted = predict(advice, tuned_set).step_ms
     spec = {"claims": [{"id": "p", "claim": "x", "metric": "prediction_error", "arm": "tuned",
                         "against": "baseline", "at_most": 0.2}]}
-    got = claims.score(spec, [base, tuned]).claims[0]
+    got = scorecard.score(spec, [base, tuned]).claims[0]
     assert got.interval_kind.startswith("paired") and "paired by round in tuned's verification" in got.detail
     assert got.measured == pytest.approx(abs(predicted / 1000.0 * 1.8 - 1), abs=0.01)
     assert got.interval[0] <= got.measured <= got.interval[1]
     tuned.diagnosis = make_diagnosis()  # no rounds paired the settings: the windows, said so
-    got = claims.score(spec, [base, tuned]).claims[0]
+    got = scorecard.score(spec, [base, tuned]).claims[0]
     assert got.measured == pytest.approx(abs(predicted - 800.0) / 800.0) and "not paired" in got.detail
 
 
@@ -451,11 +451,11 @@ def test_a_share_of_one_window_is_judged_on_its_batch_means_interval():
     bursty = [1200.0, 1, 500, 1, 1, 700, 1, 1, 560, 5, 1, 5, 1, 1, 1, 1, 1, 850, 50, 690, 1, 70, 1,
               1080, 220, 870, 830, 910]
     steps = [3000.0 + g for g in bursty]
-    got = claims.score(spec, [Arm("tuned", bursty, steps)]).claims[0]
+    got = scorecard.score(spec, [Arm("tuned", bursty, steps)]).claims[0]
     assert got.result == "inconclusive" and got.interval[0] < 0.05 < got.interval[1]
     assert got.interval_kind.startswith("batch means") and "5 batches" in got.measured_text
     quiet = [10.0 + (i % 3) for i in range(28)]  # 0.4 % of every batch: holds on the whole interval
-    got = claims.score(spec, [Arm("tuned", quiet, [3000.0 + g for g in quiet])]).claims[0]
+    got = scorecard.score(spec, [Arm("tuned", quiet, [3000.0 + g for g in quiet])]).claims[0]
     assert got.result == "holds" and got.interval[1] < 0.05
     short = Arm("tuned", bursty[:6], steps[:6])  # too few steps for batches: the point, as before
-    assert claims.score(spec, [short]).claims[0].interval is None
+    assert scorecard.score(spec, [short]).claims[0].interval is None

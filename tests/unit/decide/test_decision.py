@@ -2,7 +2,7 @@
 
 
 def test_a_change_by_address_reads_as_the_keys_a_user_types():
-    from perfstudy.decide.decision import describe_changes
+    from perfstudy.decide.advisor import describe_changes
 
     changes = {"pipeline.workers.map_2": 2, "pipeline.workers.map_2:multiprocessing": True,
                "pipeline.workers.map_1": 1}

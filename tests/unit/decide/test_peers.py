@@ -8,8 +8,8 @@ from records import make_advice, make_diagnosis, make_summary, make_sweep, one_m
 
 from perfstudy.common.records import to_dict
 from perfstudy.common.thresholds import GAIN_THAT_MATTERS, pct
-from perfstudy.decide import claims, peers, scenarios
-from perfstudy.decide.recommendation import read_diagnosis
+from perfstudy.decide import peers, scenarios, scorecard
+from perfstudy.decide.diagnosis import read_diagnosis
 from perfstudy.measure import msanalyzer
 from perfstudy.measure.nearbest import Near
 from perfstudy.run.summary import read_summary
@@ -52,7 +52,7 @@ def test_mindspores_analyzer_runs_on_the_article_baselines_real_profile(analysed
         name, summary = "baseline", read_summary(analysed / "baseline")
 
     Arm.diagnosis = diagnosis
-    card = claims.score(spec, [Arm])
+    card = scorecard.score(spec, [Arm])
     ours = diagnosis.culprit.config_key == "pipeline.num_parallel_workers"
     theirs = reading.key == "pipeline.num_parallel_workers"
     assert card.claims[0].passed == (ours and not theirs)

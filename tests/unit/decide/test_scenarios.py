@@ -8,9 +8,9 @@ import pytest
 from records import make_diagnosis, make_summary, make_sweep
 
 from perfstudy.decide import advisor, scenarios
-from perfstudy.decide.arm import Arm
+from perfstudy.decide.arms import Arm
 from perfstudy.measure.nearbest import Near
-from perfstudy.present import benchmark
+from perfstudy.present import scenarios as scenario_tables
 
 KEY = "pipeline.num_parallel_workers"
 
@@ -54,8 +54,8 @@ def test_a_right_culprit_and_pick_score_from_the_records():
     assert found.wrong_no_help is False and found.fastest == "4"
     assert len(points) == 4  # one prediction per swept setting, each with its error
     assert found.predictions_within == (max(abs(p.error) for p in points) <= 0.15)
-    row = benchmark.table([found]).iloc[0]
-    assert row["culprit right"] == "yes" and row[benchmark.PICK_WITHIN] == "holds"
+    row = scenario_tables.table([found]).iloc[0]
+    assert row["culprit right"] == "yes" and row[scenario_tables.PICK_WITHIN] == "holds"
     assert row["sweep rounds"] == "6 (max_rounds)"
 
 
@@ -64,7 +64,7 @@ def test_a_pick_decidedly_slower_than_the_best_does_not_hold():
         {1: 3100.0, 2: 1600.0, 3: 1100.0, 4: 800.0})
     (found,), _ = scenarios.score(arms)
     assert found.pick_near is Near.FAILS and found.pick.vs_fastest.ratio == pytest.approx(2.0)
-    assert "does not hold in 1" in benchmark.summary_line([found])
+    assert "does not hold in 1" in scenario_tables.summary_line([found])
 
 
 def test_a_sweep_inside_its_noise_leaves_the_pick_undecided():
@@ -72,7 +72,7 @@ def test_a_sweep_inside_its_noise_leaves_the_pick_undecided():
         {1: 1000.0, 2: 1080.0}, rounds_=3, noise=0.3, seed=4)
     (found,), _ = scenarios.score(arms)
     assert found.pick_near is Near.UNDECIDED and found.moves is None and found.culprit_right is None
-    assert benchmark.table([found]).iloc[0]["culprit right"] == "undecided"
+    assert scenario_tables.table([found]).iloc[0]["culprit right"] == "undecided"
 
 
 def test_no_help_where_a_setting_is_much_faster_is_wrong():
@@ -80,8 +80,8 @@ def test_no_help_where_a_setting_is_much_faster_is_wrong():
         {1: 3100.0, 2: 1600.0})
     (found,), _ = scenarios.score(arms)
     assert found.wrong_no_help is True and found.recommended == "keep (1)"
-    assert benchmark.table([found]).iloc[0][benchmark.WRONG_NO_HELP] == "WRONG"
-    assert "a wrong 'no setting helps' in 1" in benchmark.summary_line([found])
+    assert scenario_tables.table([found]).iloc[0][scenario_tables.WRONG_NO_HELP] == "WRONG"
+    assert "a wrong 'no setting helps' in 1" in scenario_tables.summary_line([found])
 
 
 def test_where_workers_do_not_matter_keeping_them_is_right():
@@ -106,9 +106,9 @@ def test_an_inconclusive_answer_is_counted_apart_with_its_open_candidate():
     from records import make_verification
 
     from perfstudy.common.records import to_dict
-    from perfstudy.decide import verification
+    from perfstudy.decide import verify
 
-    checked = verification.verdict(make_verification(
+    checked = verify.verdict(make_verification(
         [({KEY: 1}, 3200.0), ({KEY: 4}, 900.0)],
         [[3000.0, 3300.0, 2900.0], [2200.0, 3400.0, 2000.0]]))
     assert checked.outcome == "inconclusive"
@@ -120,8 +120,8 @@ def test_an_inconclusive_answer_is_counted_apart_with_its_open_candidate():
     assert found.inconclusive and found.recommended == "inconclusive: keep (1) until decided"
     assert found.pick_near is Near.FAILS  # what it keeps meanwhile: 1 worker, decidedly slower
     assert found.open_candidate == "4" and found.open_near is Near.HOLDS
-    line = benchmark.summary_line([found])
+    line = scenario_tables.summary_line([found])
     assert "a decided answer recommends (0) within 10 % of the sweep's best: holds in 0, does not hold in 0" in line
     assert "until more rounds decide (1): what they keep holds in 0, does not hold in 1" in line
     assert "their open candidate holds in 1" in line
-    assert benchmark.table([found]).iloc[0][benchmark.OPEN] == "4: holds"
+    assert scenario_tables.table([found]).iloc[0][scenario_tables.OPEN] == "4: holds"

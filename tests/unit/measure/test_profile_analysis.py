@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 from conftest import REPO
 
-from perfstudy.decide import analysis
 from perfstudy.measure import minddata, timeline
+from perfstudy.orchestrate import analyze
 
 FIXTURES = REPO / "tests" / "fixtures" / "cpu_demo"
 
@@ -23,7 +23,7 @@ def run(tmp_path, request):
 
 
 def window(run_dir):
-    return analysis.profiled_window(pd.read_csv(run_dir / "steps.csv"))
+    return analyze.profiled_window(pd.read_csv(run_dir / "steps.csv"))
 
 
 @pytest.mark.parametrize("run", ["baseline"], indirect=True)
@@ -94,7 +94,7 @@ def test_cross_check_reports_a_disagreement(run):
 
 @pytest.mark.parametrize("run", ["baseline", "tuned"], indirect=True)
 def test_chrome_trace_is_valid_json_with_complete_events(run):
-    analysis.analyze_run(run)
+    analyze.analyze_run(run)
     trace = json.loads((run / "trace.json").read_text())
     events = trace["traceEvents"]
     complete = [e for e in events if e["ph"] == "X"]
@@ -111,7 +111,7 @@ def test_chrome_trace_is_valid_json_with_complete_events(run):
 
 @pytest.mark.parametrize("run", ["baseline"], indirect=True)
 def test_baseline_is_diagnosed_as_the_article_did(run):
-    result = analysis.analyze_run(run)
+    result = analyze.analyze_run(run)
     assert result.bound == "input"
     assert result.input_bound.band == "highly"
     assert result.culprit.op_type == "Map"
@@ -129,7 +129,7 @@ def test_baseline_is_diagnosed_as_the_article_did(run):
 
 @pytest.mark.parametrize("run", ["tuned"], indirect=True)
 def test_tuned_is_not_called_input_bound_when_the_cpu_is_full(run):
-    result = analysis.analyze_run(run)
+    result = analyze.analyze_run(run)
     assert result.bound in {"cpu", "compute"}
     assert result.cpu.saturated
     assert result.recommendation.action == "cannot_help"
@@ -144,7 +144,7 @@ def test_without_a_profile_analysis_still_writes_every_output(run):
     summary = json.loads((run / "summary.json").read_text())
     summary["profile"] = {"profiler": "off", "dataset": False, "timeline": False}
     (run / "summary.json").write_text(json.dumps(summary))
-    result = analysis.analyze_run(run)
+    result = analyze.analyze_run(run)
     assert result.profiled is False and result.bound == "input"
     for name in ("pipeline_ops.csv", "queues.csv", "timeline_steps.csv", "trace.json"):
         assert (run / name).exists()
@@ -154,7 +154,7 @@ def test_without_a_profile_analysis_still_writes_every_output(run):
 def test_a_corrupt_profile_is_one_clear_error(run):
     (run / "profile" / "dataset" / "pipeline_profiling_0.json").write_text("{not json")
     with pytest.raises(minddata.ProfileFormatError, match="not readable JSON"):
-        analysis.analyze_run(run)
+        analyze.analyze_run(run)
 
 
 def test_dataset_profiling_refuses_to_run_beside_autotune(tmp_path, monkeypatch):

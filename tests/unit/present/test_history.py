@@ -1,8 +1,8 @@
 """The study's history read back from a real SQLite store, and each claim judged across it."""
 
 from perfstudy.common.records import from_dict
-from perfstudy.decide import claims, scorecard
-from perfstudy.decide.claim_result import ClaimResult, Scorecard
+from perfstudy.decide import scorecard
+from perfstudy.decide.scorecard import ClaimResult, Scorecard
 from perfstudy.present import history, mlflow_store, tracking
 
 SPEC = {"claims": [
@@ -22,7 +22,7 @@ def _card(gap, fast, culprit="pipeline.num_parallel_workers"):
         return from_dict(ClaimResult, {
             "id": cid, "claim": claim["claim"], "source": "study", "metric": claim["metric"],
             "arm": "a", "against": None, "check": "", "published": None, "published_text": "-",
-            "note": "", "detail": None, **claims.judge(claim, [value], kind)})
+            "note": "", "detail": None, **scorecard.judge(claim, [value], kind)})
     return Scorecard(title="", reference="", claims=[entry("gap", gap, "percent"),
                      entry("fast", fast, "times"), entry("culprit", culprit, "text")], scored=3,
                      held=2, inconclusive=0, not_scored=0, repeats=1, headline="2 of 3 claims hold.")

@@ -12,7 +12,7 @@ from records import render_report
 
 from perfstudy.common.config import ConfigError
 from perfstudy.common.io import read_json, write_json
-from perfstudy.decide.arm import load_arm
+from perfstudy.decide.arms import load_arm
 from perfstudy.orchestrate.study import arm_overrides, compose_arm, run_names, split_run
 from perfstudy.orchestrate.workflow_config import Workflow
 from perfstudy.present import repeats

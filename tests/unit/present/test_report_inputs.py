@@ -78,7 +78,7 @@ def test_results_of_another_config_are_refused(tmp_path, arm):
 def test_the_verdict_line_says_how_to_decode_less_for_the_pipeline_it_is(factory, words):
     # data.prepared serves any pipeline: a MindRecord for the case study's, an ImageFolder copy
     # handed to a user's factory as its root
-    from perfstudy.decide.arm import Arm
+    from perfstudy.decide.arms import Arm
     from perfstudy.present.sentences import verdict_line
 
     rec = {"action": "none", "culprit_label": "Map #2 [RandomCropDecodeResize, RandAugment]",

@@ -153,12 +153,12 @@ def test_mindcv_recipe_unmodified_gives_the_mixed_map_with_randaugment(smoke_dat
 def test_a_mindcv_training_is_diagnosed_and_its_candidates_measured_by_address(tmp_path):
     """mindcv's recipe and model through the whole run: trained, profiled, diagnosed, and the
     model's candidate settings measured in verification windows, all by address."""
-    from perfstudy.decide import analysis
+    from perfstudy.orchestrate import analyze
     from perfstudy.run import train
 
     cfg = compose_run_config(["experiment=mindcv_mobilenet", "size=smoke", f"paths.results={tmp_path}",
                               "verify.candidates=2", "pipeline.workers.map_2=1"])
-    summary = train.run(cfg, propose=analysis.propose)
+    summary = train.run(cfg, propose=analyze.propose)
     assert summary.operator_settings["pipeline.workers.map_2"] == 1
     # the per-batch Mixup map and the mixed map (RandAugment among C++ ops), each alone
     probed = {p.config_key: p for p in summary.calibration.operators}

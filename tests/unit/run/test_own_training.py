@@ -141,13 +141,13 @@ def test_a_users_whole_training_is_diagnosed_and_its_readers_settings_measured(e
     """The example's reader, network, loss and optimizer through the whole run: its Python
     reader probed alone, the model's candidates for it (threads or processes) measured in the
     verification rounds by address, the step recorded as built."""
-    from perfstudy.decide import analysis
+    from perfstudy.orchestrate import analyze
     from perfstudy.run import train
 
     cfg = compose_run_config(["size=smoke", f"paths.results={tmp_path}", *OWN,
                               "pipeline._target_=own_training.make_dataset",
                               "verify.candidates=2", "pipeline.workers.generator_1=1"])
-    summary = train.run(cfg, propose=analysis.propose)
+    summary = train.run(cfg, propose=analyze.propose)
     f = summary.factories
     assert (f.loss, f.optimizer) == ("own_training.focal_loss", "own_training.nesterov_sgd")
     assert f.head_outputs == summary.model_num_classes and f.labels == "class indices"

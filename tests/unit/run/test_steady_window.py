@@ -23,7 +23,7 @@ import pytest
 from conftest import PYTHON, REPO
 
 from perfstudy.common.thresholds import NOT_STEADY
-from perfstudy.decide.decision import validity
+from perfstudy.decide.validity import validity
 from perfstudy.run.summary import RunSummary, read_summary
 
 pytestmark = [pytest.mark.slow, pytest.mark.serial]  # the buffered batches depend on the host's pace

@@ -1,6 +1,6 @@
-"""The verification's own benchmark: how often its decision is wrong, measured on this machine.
+"""The verification's decision calibrated: how often its decision is wrong, measured on this machine.
 
-The verification (perfstudy.run.verify, perfstudy.decide.verification) says a candidate is
+The verification (perfstudy.run.verify, perfstudy.decide.verify) says a candidate is
 faster only when the whole 95 % interval of its paired ratio clears a 10 % gain. Whether that
 rule keeps its promises on a real, noisy host is a measurement, not an argument, so it is run on
 the real training with effects whose truth is known:
@@ -16,7 +16,7 @@ the real training with effects whose truth is known:
 Each comparison runs the verification's protocol unchanged (interleaved rounds, the same
 windows, stopping once settled or at verify.max_rounds; no budget). The table: per effect,
 comparisons, the share decided faster / slower / equivalent / inconclusive, the rounds they
-took, the measured effect. scripts/decision_benchmark.py runs it; docs/measurement.md holds
+took, the measured effect. scripts/calibrate_decision.py runs it; docs/measurement.md holds
 the numbers.
 """
 

@@ -1,16 +1,57 @@
 """What would help, by the kind of the culprit (decode, Python, waiting, computing), with only
 the numbers that bear on it; and the step predicted on the source prepared at a bounded
-resolution (the decode remedy), at every setting the model tried."""
+resolution (the decode remedy, `PreparedPrediction`), at every setting the model tried.
+Whether a prepared arm then kept that promise is perfstudy.decide.remedy_proof's."""
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
+from perfstudy.common.records import doc
 from perfstudy.common.thresholds import pct
-from perfstudy.decide.advice import Advice, Prediction, PreparedPrediction, PreparedRow, Stage
-from perfstudy.decide.advisor import predict, probe_points, probed_fields
+from perfstudy.decide.advisor import Advice
+from perfstudy.decide.whatif import Prediction, Stage, predict, probe_points, probed_fields
 from perfstudy.run.settings import BUILTIN_PIPELINE, DECODE_OPS, Settings
 from perfstudy.run.summary import RunSummary
+
+
+@dataclass(frozen=True)
+class PreparedRow:
+    """The decode remedy's predicted step at one setting."""
+
+    settings: Settings = doc("every sized key's workers (and processes)")
+    step_ms: float = doc("the predicted step on the prepared source")
+    binding: str = doc("what binds there: pipeline | network | cpu | gil")
+    levelled: bool = doc("levelled on the run (the same thing binds as in the run)")
+
+
+@dataclass(frozen=True)
+class PreparedPrediction:
+    """The step this arm's pipeline is predicted to take on its source prepared at the bounded
+    resolution (perfstudy.decide.remedies.prepared_prediction; diagnosis.json's
+    recommendation.prepared_prediction)."""
+
+    megapixels_now: float = doc("the source's mean megapixels per image")
+    megapixels_prepared: float = doc("... once prepared at the bound")
+    rule: str | None = doc("the bound in words")
+    decoding_stage: str = doc("the stage that decodes, as the model names it")
+    binding_now: str = doc("what binds at the run's own setting on the source")
+    now: float = doc("the predicted step at the run's own setting, prepared")
+    predictions: list[PreparedRow] = doc("every setting the model tried, prepared")
+    basis: str = doc("scaled: its measured cost x the megapixels' ratio (a C++ decoding map); "
+                     "probed: the map measured alone on its captured rows prepared at the bound "
+                     "(a decoding map that also runs Python)", default="scaled")
+
+    def step_at(self, settings: Settings) -> float | None:
+        """The predicted step at a run's own operator settings (None: not among them)."""
+        for row in self.predictions:
+            if all(row.settings.get(k) == v for k, v in settings.items() if k in row.settings):
+                return row.step_ms
+        return None
+
+    @property
+    def best(self) -> PreparedRow:
+        return min(self.predictions, key=lambda r: r.step_ms)
 
 
 def prepared_prediction(advice: Advice, summary: RunSummary) -> PreparedPrediction | None:
@@ -65,14 +106,13 @@ def prepared_step_at(prediction: PreparedPrediction | None, settings: Settings) 
     return prediction.step_at(settings) if prediction else None
 
 
-def _decode_remedy(advice: Advice, summary: RunSummary, best: Prediction) -> str:
+def _decode_remedy(summary: RunSummary, best: Prediction, prepared: PreparedPrediction | None) -> str:
     data = summary.dataset
     count = data.num_images or 0
     size = (f"the source JPEGs average {data.total_bytes / count / 1e3:,.0f} KB"
             if count and data.total_bytes else "")
     mp = data.mean_megapixels
     text = f"decode less: {size}" + (f" and {mp:.2f} megapixels per image" if mp else "")
-    prepared = prepared_prediction(advice, summary)
     if prepared:
         how = ("the decode cost scales with megapixels" if prepared.basis == "scaled" else
                f"{prepared.decoding_stage}, probed on its rows prepared, decodes less")
@@ -94,12 +134,13 @@ def _prepare_how(summary: RunSummary) -> str:
             "as its root")
 
 
-def remedies(kind: str | None, advice: Advice, stage: Stage | None,
-             summary: RunSummary, best: Prediction) -> list[str]:
-    """What would help, by the kind of the culprit; only numbers that bear on it."""
+def remedies(kind: str | None, advice: Advice, stage: Stage | None, summary: RunSummary,
+             best: Prediction, prepared: PreparedPrediction | None) -> list[str]:
+    """What would help, by the kind of the culprit; only numbers that bear on it (`prepared`:
+    the step predicted on the prepared source, perfstudy.decide.remedies.prepared_prediction)."""
     cores = advice.cores
     if kind == "decode":
-        return [_decode_remedy(advice, summary, best),
+        return [_decode_remedy(summary, best, prepared),
                 f"or decode on the accelerator, or more cores (CPU floor {best.cpu_floor_ms:.0f} ms "
                 f"on {cores} CPUs)"]
     if kind == "python":
@@ -126,9 +167,8 @@ def remedies(kind: str | None, advice: Advice, stage: Stage | None,
         return [f"{stage.label} computes in C++: a cheaper or fewer transforms, or more cores "
                 f"(CPU floor {best.cpu_floor_ms:.0f} ms on {cores} CPUs)"]
     if best.binding == "cpu":
-        prepared = prepared_prediction(advice, summary)
         # the CPUs are full and decoding fills them: a smaller source lowers the floor itself
-        decode = ([_decode_remedy(advice, summary, best)]
+        decode = ([_decode_remedy(summary, best, prepared)]
                   if prepared and prepared.best.step_ms < 0.95 * best.step_ms else [])
         return decode + [f"nothing {'else ' if decode else ''}in the pipeline's settings: the CPUs are full (pipeline "
                 f"{best.pipeline_cpu_ms:.0f} + network {advice.network_cpu_ms:.0f} CPU-ms per "

@@ -21,9 +21,9 @@ from typing import Any
 import pandas as pd
 
 from perfstudy.common.io import read_json, write_csv
-from perfstudy.decide import diagnosis, peers, verification
-from perfstudy.decide.readings import Readings
-from perfstudy.decide.recommendation import Diagnosis, ProfiledWindow, write_diagnosis
+from perfstudy.decide import diagnosis, peers, verify
+from perfstudy.decide.diagnosis import Diagnosis, ProfiledWindow, write_diagnosis
+from perfstudy.decide.peers import Readings
 from perfstudy.measure import minddata, msanalyzer, timeline
 from perfstudy.run.summary import read_summary
 from perfstudy.run.verify_record import Proposal
@@ -85,7 +85,7 @@ def propose(run_dir: str | Path, k: int) -> Proposal:
     if found.recommendation.action == "not_steady":
         return Proposal([], skipped="the measured window was not steady, so no verdict was "
                         "issued and nothing was verified")
-    return Proposal(verification.plan(found.advisor, k),
+    return Proposal(verify.plan(found.advisor, k),
                     model_recommendation=found.recommendation.sentence)
 
 

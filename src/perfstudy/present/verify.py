@@ -7,7 +7,7 @@ from __future__ import annotations
 import pandas as pd
 
 from perfstudy.common.thresholds import PREDICTION_TARGET, pct
-from perfstudy.decide.verification import accuracy_rows, cost_sentence, operator_kind
+from perfstudy.decide.verify import accuracy_rows, cost_sentence, operator_kind
 
 
 def windows_table(arms: list) -> pd.DataFrame:

@@ -1,4 +1,4 @@
-"""The decision benchmark's bookkeeping (nothing timed): its table counts outcomes per effect and
+"""The decision calibration's bookkeeping (nothing timed): its table counts outcomes per effect and
 pools the effect really measured; several invocations combine into one table."""
 
 import json
@@ -9,7 +9,7 @@ import sys
 import pytest
 from conftest import REPO
 
-from perfstudy.run import decision_benchmark as bench
+from perfstudy.run import decision_calibration as bench
 
 
 def _trial(effect, outcome, rounds, ratios):
@@ -41,7 +41,7 @@ def test_runs_of_one_size_combine_and_a_mix_of_injections_is_refused(tmp_path):
     mapped = output("map.json", "map", [_trial(0.25, "faster", 3, [0.8, 0.8, 0.8]),
                                         _trial(0.0, "equivalent", 5, [1.0, 1.0, 1.0])])
     threaded = output("thread.json", "thread", [_trial(0.25, "faster", 3, [0.8, 0.8, 0.8])])
-    script = [sys.executable, str(REPO / "scripts" / "decision_benchmark.py"), "--combine"]
+    script = [sys.executable, str(REPO / "scripts" / "calibrate_decision.py"), "--combine"]
     out = subprocess.run([*script, aa, mapped], capture_output=True, text=True, check=True).stdout
     assert "| A/A | 2 |" in out and "| reference slowed by 25 % | 1 |" in out
     refused = subprocess.run([*script, mapped, threaded], capture_output=True, text=True)

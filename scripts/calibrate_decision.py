@@ -1,16 +1,16 @@
 #!/usr/bin/env python
 """The verification's decision calibrated on this machine: A/A and known injected effects.
 
-A benchmark, not a test (it prints a table for a person to read and writes it as JSON): one
+A calibration, not a test (it prints a table for a person to read and writes it as JSON): one
 training process compiles the arm's graphs once, measures its plain step, then runs
-comparisons by the verification's own protocol (perfstudy.run.decision_benchmark): `--aa`
+comparisons by the verification's own protocol (perfstudy.run.decision_calibration): `--aa`
 of the setting against itself, `--per-effect` with the reference slowed by each `--effects`
 share. The comparisons' kinds are shuffled (seeded), so drift of the host falls on all alike.
 
-    python scripts/decision_benchmark.py --size smoke                   # ~10 min on 2 cores
-    python scripts/decision_benchmark.py --size cpu_demo --aa 20 --per-effect 10   # hours
-    python scripts/decision_benchmark.py --size smoke --aa 2 --per-effect 1  # a minute, to try it
-    python scripts/decision_benchmark.py --size cpu_demo --inject map --aa 0 --effects 0.25,0.10
+    python scripts/calibrate_decision.py --size smoke                   # ~10 min on 2 cores
+    python scripts/calibrate_decision.py --size cpu_demo --aa 20 --per-effect 10   # hours
+    python scripts/calibrate_decision.py --size smoke --aa 2 --per-effect 1  # a minute, to try it
+    python scripts/calibrate_decision.py --size cpu_demo --inject map --aa 0 --effects 0.25,0.10
         # the known effects inside the input-bound baseline's map (its bottleneck)
 """
 
@@ -31,11 +31,11 @@ from perfstudy.common.thresholds import pct
 from perfstudy.data import sources
 from perfstudy.orchestrate.cli import UserError, main_guard, setup_logging
 from perfstudy.present.document import md_table
-from perfstudy.run import decision_benchmark as bench
+from perfstudy.run import decision_calibration as bench
 from perfstudy.run import pipeline, train, verify
 from perfstudy.run.step import TrainStep, compile_graphs
 
-log = logging.getLogger("decision_benchmark")
+log = logging.getLogger("calibrate_decision")
 
 
 def markdown(rows: list[dict], size: str, plain_ms: float) -> str:
@@ -122,7 +122,7 @@ def main() -> None:
                 f"+pipeline.decode_map_extra_args.passes={passes}", "+pipeline.decode_map_extra_args.size=128"])
             log.info("effect %s: %d FFT passes per image inside the map", pct(effect), passes)
     name = (args.size if args.inject == "thread" else f"{args.size}-map") + (f"-{args.tag}" if args.tag else "")
-    out = Path(args.results) / "benchmarks" / "decision" / f"{name}.json"
+    out = Path(args.results) / "calibration" / "decision" / f"{name}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     trials: list[bench.Trial] = []
     rows: list[dict] = []

@@ -26,8 +26,8 @@ from dataclasses import dataclass
 
 from perfstudy.common.records import doc
 from perfstudy.common.thresholds import GAIN_THAT_MATTERS, pct
-from perfstudy.decide.advice import Advice
-from perfstudy.decide.advisor import canonical, cost, describe_settings, predict
+from perfstudy.decide.advisor import Advice, cost, describe_settings
+from perfstudy.decide.whatif import canonical, predict
 from perfstudy.measure.intervals import LEVEL
 from perfstudy.measure.rounds import Comparison, compare_all
 from perfstudy.run.settings import MP, Settings

@@ -7,9 +7,8 @@ import pytest
 from records import make_advice, make_verification
 from unit.decide.test_diagnosis import steps, summary
 
-from perfstudy.decide import diagnosis, verification
-from perfstudy.decide.advice import Model, ProbePoint, Stage
-from perfstudy.decide.advisor import candidates, canonical, current_settings, predict
+from perfstudy.decide import diagnosis, verify
+from perfstudy.decide.whatif import Model, ProbePoint, Stage, candidates, canonical, current_settings, predict
 from perfstudy.run.settings import MP
 
 KEY = "pipeline.extra_transform_workers"
@@ -31,14 +30,14 @@ def test_plan_measures_the_own_setting_first_then_the_pick_then_the_fastest_othe
     now = current_settings(model)
     table = [predict(model, s) for s in candidates(model)]
     advice = make_advice(model, now=now, predictions=table, pick={KEY: 2, KEY + MP: True})
-    plan = verification.plan(advice, 2)
+    plan = verify.plan(advice, 2)
     assert [w.role for w in plan] == ["current", "candidate", "candidate"]
     assert plan[0].settings == {KEY: 1}
     assert plan[1].settings == {KEY: 2, KEY + MP: True} and plan[1].is_model_pick
     assert plan[2].settings == {KEY: 2}  # the fastest in threads: the other mode, verified too
     assert len({str(sorted(w.settings.items())) for w in plan}) == 3  # distinct settings
     assert all(v for w in plan for k, v in w.settings.items() if k.endswith(MP))  # never MP False
-    assert verification.plan(advice, 0) == plan[:1]
+    assert verify.plan(advice, 0) == plan[:1]
 
 
 NOW = [900.0, 950.0, 880.0, 920.0, 910.0]
@@ -46,7 +45,7 @@ NOW = [900.0, 950.0, 880.0, 920.0, 910.0]
 
 def test_a_candidate_whose_whole_interval_clears_the_margin_is_chosen():
     faster = [600.0, 640.0, 590.0, 610.0, 605.0]
-    checked = verification.verdict(make_verification([({KEY: 1}, 900.0), ({KEY: 2, KEY + MP: True}, 620.0)],
+    checked = verify.verdict(make_verification([({KEY: 1}, 900.0), ({KEY: 2, KEY + MP: True}, 620.0)],
                                                      [NOW, faster]))
     assert checked.outcome == "helps" and checked.chosen == 1 and checked.rounds == 5
     comp = checked.picked.comparison
@@ -57,10 +56,10 @@ def test_a_candidate_whose_whole_interval_clears_the_margin_is_chosen():
 
 def test_a_gain_under_the_margin_is_no_gain_and_a_wide_interval_is_inconclusive():
     slight = [n * 0.93 for n in NOW]  # 7.5 % faster every round: excludes a 10 % gain
-    checked = verification.verdict(make_verification([({KEY: 1}, 900.0), ({KEY: 2}, 800.0)], [NOW, slight]))
+    checked = verify.verdict(make_verification([({KEY: 1}, 900.0), ({KEY: 2}, 800.0)], [NOW, slight]))
     assert checked.outcome == "no_gain" and checked.chosen == 0
     noisy = [500.0, 1100.0, 600.0, 1000.0, 700.0]  # 20 % faster on average, all over the place
-    checked = verification.verdict(make_verification([({KEY: 1}, 900.0), ({KEY: 2}, 800.0)], [NOW, noisy]))
+    checked = verify.verdict(make_verification([({KEY: 1}, 900.0), ({KEY: 2}, 800.0)], [NOW, noisy]))
     assert checked.outcome == "inconclusive" and checked.open_candidate().label == str({KEY: 2})
     assert checked.open_candidate().comparison.low < 1 / 1.1 < checked.open_candidate().comparison.high
 
@@ -68,19 +67,19 @@ def test_a_gain_under_the_margin_is_no_gain_and_a_wide_interval_is_inconclusive(
 def test_among_candidates_near_the_fastest_the_cheapest_wins():
     procs = [n * 0.64 for n in NOW]
     threads = [n * 0.66 for n in NOW]  # 3 % slower than processes: near enough, and cheaper
-    checked = verification.verdict(make_verification(
+    checked = verify.verdict(make_verification(
         [({KEY: 1}, 900.0), ({KEY: 2, KEY + MP: True}, 600.0), ({KEY: 2}, 600.0)], [NOW, procs, threads]))
     assert checked.outcome == "helps" and checked.chosen == 2
 
 
 def test_rounds_where_a_setting_was_not_steady_pair_nothing():
     cand = [600.0, None, 610.0, 590.0, None]
-    checked = verification.verdict(make_verification([({KEY: 1}, 900.0), ({KEY: 2}, 600.0)], [NOW, cand]))
+    checked = verify.verdict(make_verification([({KEY: 1}, 900.0), ({KEY: 2}, 600.0)], [NOW, cand]))
     assert checked.picked.comparison.rounds == 3 and checked.settings[1].windows == 3
-    never = verification.verdict(make_verification([({KEY: 1}, 900.0), ({KEY: 2}, 600.0)],
+    never = verify.verdict(make_verification([({KEY: 1}, 900.0), ({KEY: 2}, 600.0)],
                                                    [[None] * 5, cand]))
     assert never is None
-    assert verification.verdict(None) is None
+    assert verify.verdict(None) is None
 
 
 def _verified(summary_, plan, series, **more):
@@ -136,34 +135,34 @@ def test_a_gain_the_model_missed_is_found_by_measuring():
 
 def test_operator_kinds_come_from_the_probe():
     advice = make_advice(probed_advice(), now={KEY: 1}, now_slowest_stage="Map #1 [Burn]")
-    assert verification.operator_kind(advice, {KEY: 1}) == "Python computing, threads"
-    assert verification.operator_kind(advice, {KEY: 2, KEY + MP: True}) == "Python computing, processes"
+    assert verify.operator_kind(advice, {KEY: 1}) == "Python computing, threads"
+    assert verify.operator_kind(advice, {KEY: 2, KEY + MP: True}) == "Python computing, processes"
     stage = advice.stages[0]
     stage = replace(stage, points=[replace(p, wall_ms_per_batch=300.0) if p.workers == 2 and not p.multiprocessing
                                    else p for p in stage.points])
     advice = replace(advice, stages=[stage])
-    assert verification.operator_kind(advice, {KEY: 2}).startswith("Python releasing the GIL")
+    assert verify.operator_kind(advice, {KEY: 2}).startswith("Python releasing the GIL")
     advice = replace(advice, stages=[replace(stage, busy_per_worker=0.5)])
-    assert verification.operator_kind(advice, {KEY: 2}).startswith("Python mixed")
+    assert verify.operator_kind(advice, {KEY: 2}).startswith("Python mixed")
 
 
 def test_the_cost_is_said_with_its_budget():
     found = make_verification([({KEY: 1}, 900.0), ({KEY: 2}, 600.0)], [NOW, NOW], training_wall_s=200.0)
-    text = verification.cost_sentence(found)
+    text = verify.cost_sentence(found)
     assert text.startswith("Verification: 5 rounds of 2 settings, 10 windows of 80 steps in 50 s, 25 % "
                            "of the training's 200 s (budget 100 %)")
     assert "every candidate settled" in text
     floored = replace(found, budget_base_min_s=600.0)  # a training shorter than the floor
-    assert "(budget 100 % of at least 600 s" in verification.cost_sentence(floored)
+    assert "(budget 100 % of at least 600 s" in verify.cost_sentence(floored)
 
 
 def test_a_short_training_gets_the_budget_of_the_floor():
-    from perfstudy.run import verify
+    from perfstudy.run import verify as measure_rounds
 
-    assert verify.budget(1.0, 100.0) == 100.0  # the training's wall time alone
-    assert verify.budget(3.0, 100.0, 300.0) == 900.0  # shares of the floor where it is longer
-    assert verify.budget(3.0, 1000.0, 300.0) == 3000.0  # a long training: the floor changes nothing
-    assert verify.budget(1.0, float("inf"), 300.0) is None
+    assert measure_rounds.budget(1.0, 100.0) == 100.0  # the training's wall time alone
+    assert measure_rounds.budget(3.0, 100.0, 300.0) == 900.0  # shares of the floor where it is longer
+    assert measure_rounds.budget(3.0, 1000.0, 300.0) == 3000.0  # a long training: the floor changes nothing
+    assert measure_rounds.budget(1.0, float("inf"), 300.0) is None
 
 
 def test_the_slow_operators_other_mode_is_measured_even_where_the_model_sees_nothing_in_it():
@@ -182,7 +181,7 @@ def test_the_slow_operators_other_mode_is_measured_even_where_the_model_sees_not
     table = [predict(model, s) for s in candidates(model)]
     pick = {**now, KEY: 2, KEY + MP: True}
     advice = make_advice(model, now=now, predictions=table, pick=pick, now_slowest_stage=stage.label)
-    plan = verification.plan(advice, 2)
+    plan = verify.plan(advice, 2)
     assert plan[1].settings == canonical(pick)
     assert plan[2].settings == canonical({**now, KEY: 2})  # threads, the rest as now
 
