@@ -32,7 +32,7 @@ from perfstudy.data import sources
 from perfstudy.orchestrate.cli import UserError, main_guard, setup_logging
 from perfstudy.present.document import md_table
 from perfstudy.run import decision_calibration as bench
-from perfstudy.run import pipeline, train, verify
+from perfstudy.run import pipeline, train, training_data, verify
 from perfstudy.run.step import TrainStep, compile_graphs
 
 log = logging.getLogger("calibrate_decision")
@@ -101,9 +101,9 @@ def main() -> None:
                                      f"paths.results={args.results}", *args.overrides,
                                      f"trainer.steps={most}"])
     train._setup_mindspore(cfg)
-    manifest = train.load_data(cfg, None)
+    manifest = training_data.load_data(cfg, None)
     source = sources.training_source(manifest)
-    step = TrainStep(cfg, train.model_classes(cfg, manifest))
+    step = TrainStep(cfg, training_data.model_classes(cfg, manifest))
     compile_graphs(step, cfg, source, train.run_seed(cfg) + 3)
     plain = bench.plain_step_ms(step, source, cfg)
     log.info("plain step %.0f ms at the run's own setting", plain)

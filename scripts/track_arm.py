@@ -9,6 +9,7 @@ Re-running it updates the same run; see perfstudy.tracking for the rules.
 import argparse
 import logging
 import sys
+from dataclasses import asdict
 from pathlib import Path
 
 import pandas as pd
@@ -73,9 +74,9 @@ def main() -> None:
             named_artifacts=_figures(args.figure),
             live_run_id=opened.run_id if opened else None,
             live_through_step=opened.logged_through_step if opened else -1)
-    log.info("arm %s -> run %s (%s)", cfg.arm, result["run_id"], "the training's live run completed"
-             if result["adopted_live"] else "created" if result["created"] else "updated")
-    write_json(run_dir / "mlflow_run.json", {**result, "tracking_uri": ids["tracking_uri"],
+    log.info("arm %s -> run %s (%s)", cfg.arm, result.run_id, "the training's live run completed"
+             if result.adopted_live else "created" if result.created else "updated")
+    write_json(run_dir / "mlflow_run.json", {**asdict(result), "tracking_uri": ids["tracking_uri"],
                                              "experiment_id": ids["experiment_id"],
                                              "study_run_id": ids["study_run_id"]})
 

@@ -14,6 +14,7 @@ cannot redirect a child run (mlflow issue 15713).
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -55,14 +56,24 @@ def log_metrics(client, run_id: str, metrics: list) -> None:
         client.log_batch(run_id, metrics=chunk)
 
 
+@dataclass(frozen=True)
+class ArmRun:
+    """The arm's child run as log_arm left it (mlflow_run.json carries these fields)."""
+
+    run_id: str
+    created: bool  # a new run was made (else an existing one updated)
+    replaced: list[str]  # runs deleted: another training's results, or twins
+    adopted_live: bool  # the training's own live run was completed
+
+
 def log_arm(client, experiment_id: str, parent_run_id: str, *, study: str, arm: str,
             instance: str, params: dict[str, Any], summary: RunSummary, steps: pd.DataFrame,
             artifacts: list[Path], results_fingerprint: str, extra_metrics: list = (),
             extra_tags: dict[str, str] | None = None,
             artifact_dirs: dict[str, Path] | None = None,
             named_artifacts: dict[str, Path] | None = None,
-            live_run_id: str | None = None, live_through_step: int = -1) -> dict[str, Any]:
-    """Create or update the arm's child run; returns {'run_id', 'created', 'replaced'}.
+            live_run_id: str | None = None, live_through_step: int = -1) -> ArmRun:
+    """Create or update the arm's child run (one per arm: twins and stale runs are deleted).
 
     artifact_dirs: artifact path -> local folder, logged whole (e.g. the raw profile).
     named_artifacts: artifact path (folder/name) -> local file, logged under that name.
@@ -70,31 +81,12 @@ def log_arm(client, experiment_id: str, parent_run_id: str, *, study: str, arm: 
     than a new one made, its steps through `live_through_step` already logged.
     """
     tags = {**mlflow_fields.arm_tags(summary, study, arm, instance), **(extra_tags or {})}
-    run_name = tags[f"{TAG}run"]  # an arm's repeats are separate runs, found by their run name
-    existing = [r for r in mlflow_store.find_runs(client, experiment_id, {f"{TAG}study": study, f"{TAG}arm": arm,
-                                                              f"{TAG}role": "arm", f"{TAG}instance": instance})
-                if r.data.tags.get(f"{TAG}run", arm) == run_name]
-    same = [r for r in existing if r.data.tags.get(f"{TAG}results") == results_fingerprint]
-    if not same and live_run_id:  # the training's own live run: completed, not twinned
-        same = [r for r in existing if r.info.run_id == live_run_id]
-    adopted = bool(same) and same[0].data.tags.get(f"{TAG}results") != results_fingerprint
-    keep = same[0].info.run_id if same else None
-    stale = [r for r in existing if r.info.run_id != keep]
-    replaced = []
-    for run in stale:  # another training's results, or a twin: keep exactly one run per arm
-        client.delete_run(run.info.run_id)
-        replaced.append(run.info.run_id)
     start_ms, end_ms = mlflow_fields.training_window_ms(summary, steps)
-    if same:
-        run_id = same[0].info.run_id
-    else:
-        run_id = client.create_run(experiment_id, run_name=run_name, start_time=start_ms, tags={
-            **tags, "mlflow.parentRunId": parent_run_id, f"{TAG}results": results_fingerprint,
-            **({f"{TAG}replaces": ",".join(replaced)} if replaced else {})}).info.run_id
+    found, tags = _arm_run(client, experiment_id, parent_run_id, tags, results_fingerprint,
+                           live_run_id, start_ms, {f"{TAG}study": study, f"{TAG}arm": arm,
+                                                   f"{TAG}role": "arm", f"{TAG}instance": instance})
+    run_id = found.run_id
     client.update_run(run_id, status="RUNNING")
-    if adopted:  # the live run gains what a new run would have been made with
-        tags = {**tags, "mlflow.parentRunId": parent_run_id, f"{TAG}results": results_fingerprint,
-                **({f"{TAG}replaces": ",".join(replaced)} if replaced else {})}
     logged_live = live_through_step if run_id == live_run_id else -1
     try:
         client.log_batch(run_id, tags=[_tag(k, v) for k, v in tags.items()])
@@ -115,7 +107,38 @@ def log_arm(client, experiment_id: str, parent_run_id: str, *, study: str, arm: 
     if run_id == live_run_id:  # the live run ended with its training process (verification included)
         end_ms = max(end_ms, client.get_run(run_id).info.end_time or 0)
     client.set_terminated(run_id, status="FINISHED", end_time=end_ms)
-    return {"run_id": run_id, "created": not same, "replaced": replaced, "adopted_live": adopted}
+    return found
+
+
+def _arm_run(client, experiment_id: str, parent_run_id: str, tags: dict[str, str],
+             results_fingerprint: str, live_run_id: str | None, start_ms: int,
+             arm_tags: dict[str, str]) -> tuple[ArmRun, dict[str, str]]:
+    """The arm's one run, found by its tags (the same results, or the training's live run) or
+    made; every other run of the arm (`arm_tags`: study, arm, role, instance) deleted. Returns
+    it and the tags it is to carry."""
+    run_name = tags[f"{TAG}run"]  # an arm's repeats are separate runs, found by their run name
+    existing = [r for r in mlflow_store.find_runs(client, experiment_id, arm_tags)
+                if r.data.tags.get(f"{TAG}run", arm_tags[f"{TAG}arm"]) == run_name]
+    same = [r for r in existing if r.data.tags.get(f"{TAG}results") == results_fingerprint]
+    if not same and live_run_id:  # the training's own live run: completed, not twinned
+        same = [r for r in existing if r.info.run_id == live_run_id]
+    adopted = bool(same) and same[0].data.tags.get(f"{TAG}results") != results_fingerprint
+    keep = same[0].info.run_id if same else None
+    replaced = []
+    for run in existing:  # another training's results, or a twin: keep exactly one run per arm
+        if run.info.run_id != keep:
+            client.delete_run(run.info.run_id)
+            replaced.append(run.info.run_id)
+    made = {"mlflow.parentRunId": parent_run_id, f"{TAG}results": results_fingerprint,
+            **({f"{TAG}replaces": ",".join(replaced)} if replaced else {})}
+    if same:
+        run_id = same[0].info.run_id
+    else:
+        run_id = client.create_run(experiment_id, run_name=run_name, start_time=start_ms,
+                                   tags={**tags, **made}).info.run_id
+    if adopted:  # the live run gains what a new run would have been made with
+        tags = {**tags, **made}
+    return ArmRun(run_id=run_id, created=not same, replaced=replaced, adopted_live=adopted), tags
 
 
 def _log_as(client, run_id: str, path: Path, target: str) -> None:

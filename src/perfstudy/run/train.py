@@ -23,20 +23,17 @@ import pandas as pd
 from mindspore.dataset import config as ds_config
 
 from perfstudy.common import config as config_mod
-from perfstudy.common.config import ConfigError
 from perfstudy.common.io import check_writable, write_csv, write_json
 from perfstudy.common.provenance import environment, full_environment, git_state, mindspore_build
 from perfstudy.common.records import from_dict
-from perfstudy.data import dataset as data_mod
-from perfstudy.data import prepare, sources
-from perfstudy.data.prepared_record import PreparedFacts
+from perfstudy.data import sources
 from perfstudy.measure import steptrace
 from perfstudy.measure.profiling import ProfileMeta, RunProfiler, extra_steps
 from perfstudy.run import autotune, opprobe, pipeline, remedy_rounds, sweep, verify
-from perfstudy.run.factories import load_target
 from perfstudy.run.settings import Workers, operator_settings
 from perfstudy.run.step import LabelForm, TrainStep, check_labels, compile_graphs, timed_step
-from perfstudy.run.summary import Calibration, DatasetFacts, Resources, RunSummary, write_summary
+from perfstudy.run.summary import Calibration, Resources, RunSummary, write_summary
+from perfstudy.run.training_data import check_factories, dataset_facts, load_data, model_classes, remedy_settings
 from perfstudy.run.verify_record import Proposal, Verification
 
 __all__ = ["check_labels", "model_classes", "queue_capacity_batches", "run", "run_seed"]
@@ -63,18 +60,6 @@ def _setup_mindspore(cfg) -> None:
             f"install MindSpore's {cfg.trainer.device_target} build.") from None
     ms.set_context(mode=ms.GRAPH_MODE if cfg.trainer.mode == "graph" else ms.PYNATIVE_MODE)
     ms.set_seed(run_seed(cfg))
-
-
-def model_classes(cfg, manifest: dict[str, Any]) -> int:
-    """The model's class count: model.num_classes, raised to a user folder's class count (its
-    labels are 0..classes-1: fewer outputs would train on out-of-range labels)."""
-    folder = int(manifest.get("num_classes") or 0)
-    if cfg.data.path and folder > cfg.model.num_classes:
-        log.warning("%s has %d classes but model.num_classes is %d: building the model with %d "
-                    "outputs (set model.num_classes=%d to silence this).", cfg.data.path, folder,
-                    cfg.model.num_classes, folder, folder)
-        return folder
-    return cfg.model.num_classes
 
 
 def queue_capacity_batches(nodes: list[dict], batch_size: int) -> float:
@@ -170,61 +155,7 @@ def calibrate(step: TrainStep, batch, cfg, workers: Workers, root: str) -> Calib
                        pipeline_wall_ms=pipe_wall * 1e3, pipeline_cpu_ms=pipe_cpu * 1e3,
                        compute_steps=count, pipeline_batches=batches,
                        operators=opprobe.probe(cfg.pipeline, root, workers.cpu_count,
-                                               _remedy_settings(cfg)))
-
-
-def _remedy_settings(cfg) -> prepare.Settings | None:
-    """The decode remedy's settings the probe prepares a decoding map's rows with (None when the
-    run reads a prepared source already: the remedy is what it measures)."""
-    return None if cfg.data.prepared else prepare.Settings.from_config(cfg)
-
-
-def dataset_facts(cfg, manifest: dict[str, Any]) -> DatasetFacts:
-    """What the summary records of the dataset: size, megapixels, and the megapixels it would
-    have prepared at this config's bound (the decode remedy's prediction); a prepared one's
-    source and preparation."""
-    settings = prepare.Settings.from_config(cfg)
-    prepared = (PreparedFacts.from_manifest(manifest) if manifest.get("source") == "prepared"
-                else None)
-    return DatasetFacts(
-        source=manifest.get("source"), root=manifest.get("root"),
-        num_images=manifest.get("num_images"), num_classes=manifest.get("num_classes"),
-        total_bytes=manifest.get("total_bytes"), mean_megapixels=data_mod.mean_megapixels(manifest),
-        bounded_megapixels=prepare.bounded_megapixels(data_mod.image_sizes(manifest), settings),
-        bound_rule=settings.rule(), prepared=prepared)
-
-
-def check_factories(cfg) -> None:
-    """A factory that does not import, or a prepared source it cannot read, fails before any
-    data work."""
-    for key in ("model", "loss", "optimizer", "pipeline"):
-        load_target(key, cfg[key]._target_)
-    if (cfg.data.prepared and cfg.data.prepared_format == "mindrecord"
-            and cfg.pipeline._target_ != pipeline.BUILTIN):
-        raise ConfigError(f"data.prepared_format=mindrecord gives a MindRecord, which only the "
-                          f"case study's pipeline reads, not {cfg.pipeline._target_}; drop "
-                          "data.prepared_format (an ImageFolder copy is handed to your factory).")
-
-
-def load_data(cfg, manifest_path: str | Path | None) -> dict[str, Any]:
-    """The dataset's manifest: the given one, or the dataset the config names, made (and
-    prepared) when missing; its files checked against it."""
-    if manifest_path is None:
-        manifest_path = data_mod.prepare_dataset(cfg.data, cfg.paths.data_root,
-                                                 workers=pipeline.cpu_count())
-        if cfg.data.prepared:
-            settings = prepare.Settings.from_config(cfg)
-            manifest_path = prepare.prepare(
-                manifest_path, settings, prepare.prepared_dir(cfg.data, settings, cfg.paths.data_root),
-                workers=pipeline.cpu_count())
-    manifest = data_mod.load_manifest(manifest_path)
-    if bool(cfg.data.prepared) != (manifest.get("source") == "prepared"):
-        raise data_mod.DatasetError(
-            f"data.prepared is {cfg.data.prepared} but {manifest_path} describes "
-            f"{'a prepared' if manifest.get('source') == 'prepared' else 'a source'} dataset; "
-            "pass the manifest of the dataset the config names (the DAG does).")
-    sources.verify(manifest)  # a changed file is reported, never trained on silently
-    return manifest
+                                               remedy_settings(cfg)))
 
 
 @dataclass
@@ -435,24 +366,54 @@ def run(cfg, manifest_path: str | Path | None = None,
     write_json(run_dir / "environment.json", full_environment())
     write_csv(run_dir / "steps.csv", frame)
     write_summary(run_dir, summary)
-    if propose is not None and cfg.verify.candidates > 0 and not cfg.pipeline.autotune:
-        summary = summary.with_verification(_verify(
-            cfg, propose, train_step, source, run_dir, len(frame), summary.run_wall_s))
-        write_summary(run_dir, summary)
-    if cfg.data.prepared and cfg.verify.against_source:  # the remedy, paired by round
-        summary = summary.with_against_source(remedy_rounds.run(
-            lambda images, labels: timed_step(train_step, images, labels), source, manifest, cfg,
-            summary.operator_settings or {}, run_seed(cfg) + 5,
-            len(frame) + _verified_steps(summary), summary.run_wall_s))
-        write_summary(run_dir, summary)
-    if cfg.sweep.key:  # a benchmark's ground truth: every setting of one operator, in rounds
-        summary = summary.with_sweep(sweep.run(
-            lambda images, labels: timed_step(train_step, images, labels), source, cfg,
-            summary.operator_settings, workers.cpu_count, run_seed(cfg) + 4,
-            len(frame) + _verified_steps(summary), summary.run_wall_s))
-        write_summary(run_dir, summary)
+    summary = measure_in_rounds(cfg, summary, RoundsContext(train_step, source, manifest, run_dir,
+                                                            len(frame), workers.cpu_count), propose)
     summary = summary.with_resources(Resources.now())
     write_summary(run_dir, summary)
+    _log_result(summary)
+    return summary
+
+
+@dataclass(frozen=True)
+class RoundsContext:
+    """What the rounds after the measured steps run on: the compiled step, the data, the run
+    folder, the steps trained so far and the CPUs."""
+
+    train_step: TrainStep
+    source: str
+    manifest: dict
+    run_dir: Path
+    steps_done: int
+    cpu_count: int
+
+
+def measure_in_rounds(cfg, summary: RunSummary, ctx: RoundsContext,
+                      propose: Callable[[Path, int], Proposal] | None) -> RunSummary:
+    """The comparisons measured in interleaved rounds after the run's own steps, each written
+    to summary.json as it ends: the verification (the run's own setting against the model's
+    candidates), the remedy (a prepared arm against its source) and a sweep (a benchmark's
+    ground truth: every setting of one operator)."""
+    def step_fn(images, labels):
+        return timed_step(ctx.train_step, images, labels)
+
+    if propose is not None and cfg.verify.candidates > 0 and not cfg.pipeline.autotune:
+        summary = summary.with_verification(_verify(
+            cfg, propose, ctx.train_step, ctx.source, ctx.run_dir, ctx.steps_done, summary.run_wall_s))
+        write_summary(ctx.run_dir, summary)
+    if cfg.data.prepared and cfg.verify.against_source:  # the remedy, paired by round
+        summary = summary.with_against_source(remedy_rounds.run(
+            step_fn, ctx.source, ctx.manifest, cfg, summary.operator_settings or {}, run_seed(cfg) + 5,
+            ctx.steps_done + _verified_steps(summary), summary.run_wall_s))
+        write_summary(ctx.run_dir, summary)
+    if cfg.sweep.key:  # the diagnosis benchmark's ground truth: every setting of one operator
+        summary = summary.with_sweep(sweep.run(
+            step_fn, ctx.source, cfg, summary.operator_settings, ctx.cpu_count, run_seed(cfg) + 4,
+            ctx.steps_done + _verified_steps(summary), summary.run_wall_s))
+        write_summary(ctx.run_dir, summary)
+    return summary
+
+
+def _log_result(summary: RunSummary) -> None:
     log.info("peak memory %.0f MiB (ended workers %.0f MiB), CPU time %.0f s (+ %.0f s in ended "
              "workers)", summary.resources.max_rss_mb, summary.resources.children_max_rss_mb,
              summary.resources.cpu_s, summary.resources.children_cpu_s)
@@ -460,4 +421,4 @@ def run(cfg, manifest_path: str | Path | None = None,
              "(%d excluded); floor %.0f ms (%s)", summary.steady_step_ms, 100 * summary.gap_share,
              summary.images_per_s, summary.steps_measured, summary.steps_excluded,
              summary.floor_ms, summary.binding_floor)
-    return summary
+

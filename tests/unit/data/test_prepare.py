@@ -249,7 +249,7 @@ def test_an_imagefolder_copy_keeps_paths_order_and_labels_and_is_checked(smoke_d
 
 
 def test_the_format_follows_the_pipeline_and_a_mindrecord_is_refused_to_a_users_factory(tmp_path):
-    from perfstudy.run import train
+    from perfstudy.run import training_data
 
     assert prepare.Settings.from_config(compose_run_config([])).format == "mindrecord"
     mindcv = compose_run_config(["experiment=mindcv_resnet50", "data.prepared=true"])
@@ -258,4 +258,4 @@ def test_the_format_follows_the_pipeline_and_a_mindrecord_is_refused_to_a_users_
     forced = compose_run_config(["experiment=mindcv_resnet50", "data.prepared=true",
                                  "data.prepared_format=mindrecord"])
     with pytest.raises(ConfigError, match="only the case study's pipeline reads"):
-        train.check_factories(forced)
+        training_data.check_factories(forced)

@@ -87,7 +87,7 @@ def test_track_arm_completes_the_live_run_without_a_twin_or_a_doubled_step(study
             live_run_id=receipt.run_id, live_through_step=receipt.logged_through_step)
 
     result = _track()
-    assert result["run_id"] == opened.run_id and result["adopted_live"] and not result["created"]
+    assert result.run_id == opened.run_id and result.adopted_live and not result.created
     history = client.get_metric_history(opened.run_id, "step/step_ms")
     assert sorted(m.step for m in history) == list(range(6))  # each step once
     runs = client.search_runs([exp], "tags.`perfstudy.role` = 'arm'")
@@ -97,7 +97,7 @@ def test_track_arm_completes_the_live_run_without_a_twin_or_a_doubled_step(study
     assert tags["mlflow.source.git.commit"] == "abc"  # the summary's commit, the trained code's
     assert runs[0].info.status == "FINISHED"
     again = _track()  # tracking forced again
-    assert again["run_id"] == opened.run_id and not again["created"]
+    assert again.run_id == opened.run_id and not again.created
     assert len(client.get_metric_history(opened.run_id, "step/step_ms")) == 6
 
 

@@ -80,7 +80,7 @@ def test_arm_is_a_child_run_with_params_metrics_tags_and_artifacts(tmp_path, sto
     client, exp, parent = store
     run_dir, steps, summary = _fake_arm(tmp_path, "tuned")
     result = _log(client, exp, parent, run_dir, steps, summary)
-    run = client.get_run(result["run_id"])
+    run = client.get_run(result.run_id)
     assert run.data.tags["mlflow.parentRunId"] == parent
     assert run.info.status == "FINISHED"
     for tag in ("perfstudy.study", "perfstudy.arm", "git_sha", "config_hash", "dataset_sha256",
@@ -89,8 +89,8 @@ def test_arm_is_a_child_run_with_params_metrics_tags_and_artifacts(tmp_path, sto
     assert run.data.params["trainer.steps"] == "8"
     assert run.data.metrics["steady_step_ms"] == 100.0
     assert run.data.metrics["probe_workers_map_2_gil_share"] == 0.25  # the measured GIL share
-    assert len(client.get_metric_history(result["run_id"], "step/step_ms")) == 6
-    names = {a.path for a in client.list_artifacts(result["run_id"])}
+    assert len(client.get_metric_history(result.run_id, "step/step_ms")) == 6
+    names = {a.path for a in client.list_artifacts(result.run_id)}
     assert names == {"steps.csv", "summary.json"}
     assert (tmp_path / "mlflow" / "artifacts").is_dir()
 
@@ -100,9 +100,9 @@ def test_logging_the_same_results_again_updates_the_same_run(tmp_path, store):
     run_dir, steps, summary = _fake_arm(tmp_path, "tuned")
     first = _log(client, exp, parent, run_dir, steps, summary)
     second = _log(client, exp, parent, run_dir, steps, summary)
-    assert second["run_id"] == first["run_id"] and not second["created"]
+    assert second.run_id == first.run_id and not second.created
     assert len(_active_arm_runs(client, exp)) == 1
-    assert len(client.get_metric_history(first["run_id"], "step/step_ms")) == 6
+    assert len(client.get_metric_history(first.run_id, "step/step_ms")) == 6
     assert mlflow_store.ensure_study_run(client, exp, "s", "i1", {}) == parent
 
 
@@ -113,10 +113,10 @@ def test_retrained_arm_replaces_its_run_never_a_twin(tmp_path, store):
     steps2 = steps.assign(step_ms=steps["step_ms"] * 2)
     steps2.to_csv(run_dir / "steps.csv", index=False)
     second = _log(client, exp, parent, run_dir, steps2, summary)
-    assert second["run_id"] != first["run_id"]
-    assert second["replaced"] == [first["run_id"]]
+    assert second.run_id != first.run_id
+    assert second.replaced == [first.run_id]
     runs = _active_arm_runs(client, exp)
-    assert [r.info.run_id for r in runs] == [second["run_id"]]
+    assert [r.info.run_id for r in runs] == [second.run_id]
 
 
 def test_unreachable_server_is_one_sentence():
@@ -139,10 +139,10 @@ def test_another_results_folder_never_touches_this_folders_runs(tmp_path, store)
         client, exp, other_parent, study="s", arm="tuned", instance="i2",
         params=flatten(to_container(cfg)), summary=summary, steps=other_steps, artifacts=[],
         results_fingerprint=tracking.fingerprint(run_dir / "steps.csv", run_dir / "summary.json"))
-    assert theirs["created"] and theirs["replaced"] == []
+    assert theirs.created and theirs.replaced == []
     runs = {r.info.run_id: r for r in _active_arm_runs(client, exp)}
-    assert set(runs) == {mine["run_id"], theirs["run_id"]}
-    assert runs[mine["run_id"]].data.tags["mlflow.parentRunId"] == parent
+    assert set(runs) == {mine.run_id, theirs.run_id}
+    assert runs[mine.run_id].data.tags["mlflow.parentRunId"] == parent
 
 
 def test_study_instance_is_made_once_per_folder(tmp_path):
@@ -181,12 +181,12 @@ def test_repeats_of_an_arm_are_separate_child_runs(tmp_path, store):
     second_dir, steps2, summary2 = _fake_arm(tmp_path / "r2", "tuned", step_ms=110.0)
     summary2 = replace(summary2, run="tuned.r2", repeat=2, seed=11)
     second = _log(client, exp, parent, second_dir, steps2, summary2)
-    assert second["created"] and second["replaced"] == []
+    assert second.created and second.replaced == []
     runs = {r.data.tags["perfstudy.run"]: r for r in _active_arm_runs(client, exp)}
     assert set(runs) == {"tuned", "tuned.r2"}
     assert runs["tuned.r2"].data.tags["perfstudy.repeat"] == "2"
     assert runs["tuned.r2"].data.tags["seed"] == "11"
-    assert runs["tuned"].info.run_id == first["run_id"]
+    assert runs["tuned"].info.run_id == first.run_id
 
 
 def test_the_ui_hint_opens_the_runs_in_the_model_training_view():
@@ -211,7 +211,7 @@ def test_an_arm_run_spans_its_training_and_describes_its_verdict(tmp_path, store
     client, exp, parent = store
     run_dir, steps, summary = _fake_arm(tmp_path, "tuned")
     summary = replace(summary, precompile_s=2.0)
-    run = client.get_run(_log(client, exp, parent, run_dir, steps, summary)["run_id"])
+    run = client.get_run(_log(client, exp, parent, run_dir, steps, summary).run_id)
     assert run.info.start_time == int((1_700_000_000 - 2.0) * 1000)  # from the graph compile
     assert run.info.end_time == int((1_700_000_000 + 5 * 0.1 + 0.1) * 1000)  # to the last step's end
     diagnosis = make_diagnosis(bound="cpu", headline="CPU-bound: the CPUs are full.",
@@ -226,7 +226,7 @@ def test_an_autotune_arm_is_tagged_with_the_workers_it_chose(tmp_path, store):
     client, exp, parent = store
     run_dir, steps, summary = _fake_arm(tmp_path, "autotune")
     summary = replace(summary, autotune=Tuned("/x/autotune_0.json", "", [], map_workers=2))
-    run = client.get_run(_log(client, exp, parent, run_dir, steps, summary)["run_id"])
+    run = client.get_run(_log(client, exp, parent, run_dir, steps, summary).run_id)
     assert run.data.tags["perfstudy.autotune_map_workers"] == "2"
 
 
@@ -239,7 +239,7 @@ def test_each_arm_logs_its_dataset_once_as_an_mlflow_input(tmp_path, store):
                      dataset={"root": str(tmp_path / "data" / "photos_vga_160")})
     first = _log(client, exp, parent, run_dir, steps, summary)
     _log(client, exp, parent, run_dir, steps, summary)
-    inputs = client.get_run(first["run_id"]).inputs.dataset_inputs
+    inputs = client.get_run(first.run_id).inputs.dataset_inputs
     assert len(inputs) == 1
     dataset = inputs[0].dataset
     assert dataset.name == "photos_vga_160" and dataset.digest == ("ab" * 32)[:mlflow_fields.DIGEST_CHARS]
@@ -256,7 +256,7 @@ def test_a_sweep_run_logs_each_settings_step_ratio_and_place(tmp_path, store):
     client, exp, parent = store
     run_dir, steps, summary = _fake_arm(tmp_path, "s_sweep")
     summary = replace(summary, sweep=make_sweep("pipeline.reader_workers", {1: 1000.0, 2: 500.0}))
-    run = client.get_run(_log(client, exp, parent, run_dir, steps, summary)["run_id"])
+    run = client.get_run(_log(client, exp, parent, run_dir, steps, summary).run_id)
     history = client.get_metric_history(run.info.run_id, "sweep/vs_fastest")
     assert sorted((m.step, round(m.value, 6)) for m in history) == [(0, 2.0), (1, 1.0)]
     assert run.data.metrics["sweep/rounds"] == 6
