@@ -19,20 +19,20 @@ from perfstudy.present import history, mlflow_fields, mlflow_store, report, sent
 log = logging.getLogger("make_report")
 
 
-def _history(args, spec, arms) -> dict | None:
+def _history(args, spec, arms) -> scorecard.History | None:
     """The study's earlier recorded runs from its tracking store (None: no claims, or
     tracking.history is off); a store that cannot be read is said in the scorecard, not fatal:
     the report needs no tracking server."""
     cfg = config.load_run_config(Path(args.runs_dir) / args.arms[0] / "config.yaml")
-    if not spec or not spec["claims"] or not cfg.tracking.history:
+    if not spec or not spec.claims or not cfg.tracking.history:
         return None
     uri = mlflow_store.resolve_uri(cfg.tracking.uri, cfg.paths.results)
     ctx = history.context_of_runs(args.study, args.claims, arms)
     stamp = max(mlflow_fields.run_end_ms(a.steps) for a in arms)  # these results' own point
     found = history.read(uri, f"{cfg.tracking.experiment_prefix}/{args.study}", ctx,
-                         [c["id"] for c in spec["claims"]], exclude_stamp=stamp)
-    log.info("history: %s", found["error"] or f"{len(found['records'])} earlier recorded run(s) in {uri}")
-    return {**found, "machine": ctx[f"{history.TAG}machine"]}
+                         [c.id for c in spec.claims], exclude_stamp=stamp)
+    log.info("history: %s", found.error or f"{len(found.records)} earlier recorded run(s) in {uri}")
+    return found
 
 
 def main() -> None:

@@ -50,7 +50,7 @@ def edited(summary: RunSummary, **fields: Any) -> RunSummary:
         isinstance(v, dict) for v in fields.values()) else replace(summary, **fields)
 
 
-def render_report(study: str, runs: list, out, spec: dict[str, Any] | None = None) -> dict:
+def render_report(study: str, runs: list, out, spec=None) -> dict:
     """What scripts/make_report.py does: score the claims (decide/), write scorecard.json,
     then draw the report (present/); returns the report's paths and the scorecard's."""
     from perfstudy.decide import scorecard

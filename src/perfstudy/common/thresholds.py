@@ -1,7 +1,7 @@
-"""Every threshold a verdict, a score or a sentence states, named once, and the one way a share
-is written as a percentage. A sentence, a column title or a test that states a bound formats it
-from here (`pct(GAIN_THAT_MATTERS)` -> "10 %"), so changing a bound changes every place that
-says it."""
+"""Every threshold a verdict, a score or a sentence states, named once, and the one way a number
+is written with its unit (`pct`: a share as a percentage; `fmt`: any number by its unit). A
+sentence, a column title or a test that states a bound formats it from here
+(`pct(GAIN_THAT_MATTERS)` -> "10 %"), so changing a bound changes every place that says it."""
 
 from __future__ import annotations
 
@@ -30,3 +30,18 @@ def pct(share: float | None, digits: int = 0, signed: bool = False) -> str:
     if share is None or share != share:
         return "-"
     return f"{100 * share:{'+' if signed else ''}.{digits}f} %"
+
+
+def fmt(value, unit: str) -> str:
+    """A value as every table and scorecard writes it, by its unit: 'percent' (a share: 0.1 ->
+    '10.0 %'), 'times' (a ratio: '1.30x'), 'number' (3 significant places: '0.52', '12.3',
+    '481'), 'text' (as it is); None or NaN -> '-'."""
+    if value is None or (isinstance(value, float) and value != value):
+        return "-"
+    if unit == "percent":
+        return pct(value, 1)
+    if unit == "times":
+        return f"{value:.2f}x"
+    if unit == "number":
+        return f"{value:.2f}" if value < 10 else f"{value:.1f}" if value < 100 else f"{value:.0f}"
+    return str(value)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,8 +33,10 @@ import yaml
 
 from perfstudy.common.config import ConfigError
 from perfstudy.common.provenance import REPO_ROOT
-from perfstudy.common.thresholds import pct
+from perfstudy.common.records import from_dict
+from perfstudy.common.thresholds import fmt, pct
 from perfstudy.decide import arms as arms_mod
+from perfstudy.decide.arms import Arm
 from perfstudy.decide.diagnosis import verdict_label
 from perfstudy.decide.paired import Paired, absolute, paired_pick, paired_speedup, prediction_error
 from perfstudy.decide.remedy_proof import Remedies, RemedyEvidence
@@ -41,6 +44,60 @@ from perfstudy.decide.whatif import predict
 from perfstudy.measure.intervals import batch_means
 
 SCHEMA = REPO_ROOT / "docs" / "schemas" / "claims.schema.json"
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One claim of a claims file (its keys: docs/schemas/claims.schema.json)."""
+
+    id: str
+    claim: str
+    metric: str  # a key of METRICS
+    arm: str
+    source: str = "study"  # article | study
+    against: str | None = None  # the compared or predicting arm
+    at_least: float | None = None  # the bound: at least one of at_least, at_most, equals
+    at_most: float | None = None
+    equals: Any = None
+    published: Any = None  # the paper's value
+    note: str = ""
+    truth: str | None = None  # the true culprit's config key (culprit_against_analyzer)
+
+    def passes(self, value: Any) -> bool:
+        """The value meets every bound the claim sets."""
+        return bool((self.at_least is None or value >= self.at_least)
+                    and (self.at_most is None or value <= self.at_most)
+                    and (self.equals is None or value == self.equals))
+
+    def check_text(self, kind: str) -> str:
+        """The bound as the scorecard writes it ('>= 1.05x')."""
+        parts = []
+        if self.at_least is not None:
+            parts.append(f">= {fmt(self.at_least, kind)}")
+        if self.at_most is not None:
+            parts.append(f"<= {fmt(self.at_most, kind)}")
+        if self.equals is not None:
+            parts.append(f"= {self.equals}")
+        return " and ".join(parts)
+
+    def margin(self, value: float) -> float:
+        """How far a value sits from the nearest numeric bound (inf without one)."""
+        return min((abs(value - b) for b in (self.at_least, self.at_most) if b is not None),
+                   default=float("inf"))
+
+
+@dataclass(frozen=True)
+class ClaimsFile:
+    """A study's claims file, read (`load`) through its JSON Schema."""
+
+    claims: list[Claim]
+    title: str = ""
+    reference: str = ""
+
+    @classmethod
+    def of(cls, data: dict) -> ClaimsFile:
+        """The records of a claims file's parsed YAML (already checked by its schema)."""
+        return from_dict(cls, data, "the claims file")
 
 
 def _problem(error, schema: dict[str, Any]) -> str:
@@ -69,7 +126,7 @@ def _problem(error, schema: dict[str, Any]) -> str:
     return error.message
 
 
-def load(path: str | Path) -> dict[str, Any]:
+def load(path: str | Path) -> ClaimsFile:
     """The claims file, validated by its JSON Schema (docs/schemas/claims.schema.json); any
     problem is one ConfigError sentence naming the file, the claim and the fix."""
     path = Path(path)
@@ -100,7 +157,7 @@ def load(path: str | Path) -> dict[str, Any]:
     if repeated:
         raise ConfigError(f"The claims file {path} repeats the id(s) {repeated}; give each claim "
                           "its own.")
-    return data
+    return ClaimsFile.of(data)
 
 
 def claims_path(study: str, configured: str | None, workflow_dir: str | Path) -> Path | None:
@@ -138,12 +195,12 @@ def _window(arm) -> pd.DataFrame | None:
     return steps[steps["phase"] == "measured"]
 
 
-def _gap_share(claim, arms, _prepared):
+def _gap_share(claim: Claim, arms: dict[str, Arm], _prepared: Remedies):
     """The share of the window spent waiting for data, with its batch-means interval: one
     window's steps are not independent (a wait lets the queue fill, the next steps do not
     wait), so the interval comes from batches of steps, and a share near the bound reads
     inconclusive rather than holding on one run and failing on the next."""
-    arm = _arm(arms, claim["arm"])
+    arm = _arm(arms, claim.arm)
     s = arm.summary
     detail = f"gap {s.gap_ms.mean:.0f} ms of a {s.steady_step_ms:.0f} ms step"
     if arm.diagnosis:  # why it waits (or not): the arm's own verdict
@@ -157,8 +214,8 @@ def _gap_share(claim, arms, _prepared):
                   basis="batches"), detail + f" ({found.batches} batches of the window)"
 
 
-def _culprit_key(claim, arms, _prepared):
-    arm = _arm(arms, claim["arm"])
+def _culprit_key(claim: Claim, arms: dict[str, Arm], _prepared: Remedies):
+    arm = _arm(arms, claim.arm)
     if not arm.diagnosis:
         raise Unmeasured(f"{arm.name} has no diagnosis (run the analyze rule)")
     culprit = arm.diagnosis.culprit
@@ -166,10 +223,10 @@ def _culprit_key(claim, arms, _prepared):
             culprit.label if culprit else "no slow operator")
 
 
-def _culprit_against_analyzer(claim, arms, _prepared):
+def _culprit_against_analyzer(claim: Claim, arms: dict[str, Arm], _prepared: Remedies):
     """Who names the true culprit (`truth:`, a config key) on the arm's profile: ours only,
     both, the analyzer only, or neither (MindSpore's MindData analyzer, perfstudy.decide.peers)."""
-    arm = _arm(arms, claim["arm"])
+    arm = _arm(arms, claim.arm)
     if not arm.diagnosis:
         raise Unmeasured(f"{arm.name} has no diagnosis (run the analyze rule)")
     reading = arm.diagnosis.peers.msanalyzer if arm.diagnosis.peers else None
@@ -178,16 +235,16 @@ def _culprit_against_analyzer(claim, arms, _prepared):
     if reading.error:
         raise Unmeasured(reading.error)
     culprit = arm.diagnosis.culprit
-    ours = culprit is not None and culprit.config_key == claim["truth"]
-    theirs = reading.key == claim["truth"]
+    ours = culprit is not None and culprit.config_key == claim.truth
+    theirs = reading.key == claim.truth
     value = {(True, False): "ours only", (True, True): "both", (False, True): "the analyzer only",
              (False, False): "neither"}[(ours, theirs)]
     return value, (f"ours: {culprit.label if culprit else 'none'}; MindSpore's analyzer: "
                    f"{reading.operator or 'none'} ({reading.advice})")
 
 
-def _speedup(claim, arms, _prepared):
-    arm, against = _arm(arms, claim["arm"]), _arm(arms, claim.get("against"), "compared arm")
+def _speedup(claim: Claim, arms: dict[str, Arm], _prepared: Remedies):
+    arm, against = _arm(arms, claim.arm), _arm(arms, claim.against, "compared arm")
     paired = paired_speedup(arm, against)
     if paired is not None:
         return paired
@@ -202,11 +259,11 @@ def allowed_speedup(arm, against) -> float:
     return against.summary.steady_step_ms / arm.summary.floor_ms
 
 
-def _speedup_of_allowed(claim, arms, prepared):
+def _speedup_of_allowed(claim: Claim, arms: dict[str, Arm], prepared: Remedies):
     """The arm's floor over its own step (the compared arm cancels: both from the arms' own
     windows, so a paired speedup, measured another way, must not be mixed in), with the
     interval of the step's batch means carried through (the floor taken as measured)."""
-    arm, against = _arm(arms, claim["arm"]), _arm(arms, claim.get("against"), "compared arm")
+    arm, against = _arm(arms, claim.arm), _arm(arms, claim.against, "compared arm")
     speedup = against.summary.steady_step_ms / arm.summary.steady_step_ms
     allowed = allowed_speedup(arm, against)
     value = speedup / allowed
@@ -222,9 +279,9 @@ def _speedup_of_allowed(claim, arms, prepared):
                   basis="batches"), detail + f"; the step's {found.batches} batches"
 
 
-def _prediction_error(claim, arms, _prepared):
-    arm = _arm(arms, claim["arm"])
-    source = (_arm(arms, claim["against"], "predicting arm") if claim.get("against")
+def _prediction_error(claim: Claim, arms: dict[str, Arm], _prepared: Remedies):
+    arm = _arm(arms, claim.arm)
+    source = (_arm(arms, claim.against, "predicting arm") if claim.against
               else arms_mod.source_arm(list(arms.values())))
     advice = ((source.diagnosis.advisor if source.diagnosis else None) if source is not None else None)
     if not advice:
@@ -246,7 +303,7 @@ def _prediction_error(claim, arms, _prepared):
         "not paired)")
 
 
-def _advisor_pick(claim, arms, _prepared):
+def _advisor_pick(claim: Claim, arms: dict[str, Arm], _prepared: Remedies):
     check = arms_mod.pick_check(list(arms.values()))
     if check is None:
         raise Unmeasured("no arm's diagnosis has an advisor model")
@@ -266,15 +323,15 @@ def _advisor_pick(claim, arms, _prepared):
         f"{check.best_step_ms:.0f} ms")
 
 
-def _prepared_row(claim, prepared: Remedies) -> RemedyEvidence:
-    found = prepared.of(claim["arm"])
+def _prepared_row(claim: Claim, prepared: Remedies) -> RemedyEvidence:
+    found = prepared.of(claim.arm)
     if found is None or found.source is None:
-        raise Unmeasured(f"no prepared arm {claim['arm']!r} with its source arm ran in this study")
+        raise Unmeasured(f"no prepared arm {claim.arm!r} with its source arm ran in this study")
     return found
 
 
-def _prepared_speedup(claim, arms, prepared: Remedies):
-    arm = _arm(arms, claim["arm"])
+def _prepared_speedup(claim: Claim, arms: dict[str, Arm], prepared: Remedies):
+    arm = _arm(arms, claim.arm)
     found = prepared.of(arm.name)
     c = found.paired if found is not None else None
     if c is not None:  # the prepared arm measured its source beside itself (read once, in the record)
@@ -287,8 +344,8 @@ def _prepared_speedup(claim, arms, prepared: Remedies):
                                 "not paired)")
 
 
-def _prepared_prediction_error(claim, arms, prepared: Remedies):
-    _arm(arms, claim["arm"])  # "did not run" first, where it did not
+def _prepared_prediction_error(claim: Claim, arms: dict[str, Arm], prepared: Remedies):
+    _arm(arms, claim.arm)  # "did not run" first, where it did not
     row = _prepared_row(claim, prepared)
     src, p = row.source, row.paired
     if src.predicted_step_ms is None:

@@ -10,17 +10,18 @@ read_scorecard only.
 from __future__ import annotations
 
 import copy
+import dataclasses
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
-from perfstudy.common.records import doc, from_dict, read_record, write_record
-from perfstudy.common.thresholds import pct
+from perfstudy.common.records import doc, read_record, write_record
+from perfstudy.common.thresholds import fmt, pct
 from perfstudy.decide import remedy_proof
-from perfstudy.decide.claims import METRICS, Unmeasured, allowed_speedup, floor_name
+from perfstudy.decide.arms import Arm
+from perfstudy.decide.claims import METRICS, Claim, ClaimsFile, Unmeasured, allowed_speedup, floor_name
 from perfstudy.decide.paired import Paired
 from perfstudy.measure.intervals import median_interval
 
@@ -71,6 +72,42 @@ class ClaimResult:
 
 
 @dataclass(frozen=True)
+class HistorySource:
+    """Where a scorecard's history comes from (scorecard.json's `history`)."""
+
+    runs: int = doc("recorded runs on this machine kind, this one included")
+    machine: str = doc("this run's machine kind")
+    other_machines: int = doc("recorded runs on other machine kinds (not counted)")
+    error: str | None = doc("why the store could not be read (None: it was)")
+
+
+@dataclass(frozen=True)
+class PastClaim:
+    """A claim as an earlier recorded run logged it."""
+
+    result: str | None = None  # holds | does not hold | inconclusive (None: not logged)
+    value: float | None = None  # its median
+
+
+@dataclass(frozen=True)
+class PastRun:
+    """An earlier recorded run of the study: when, on what machine kind, its claims."""
+
+    stamp: int
+    machine: str
+    claims: dict[str, PastClaim]
+
+
+@dataclass(frozen=True)
+class History:
+    """The study's earlier recorded runs, as perfstudy.present.history.read found them."""
+
+    records: list[PastRun]
+    machine: str  # this run's machine kind
+    error: str | None = None  # why the store could not be read
+
+
+@dataclass(frozen=True)
 class Scorecard:
     """The study's claims, scored (scorecard.json): shown first in the report."""
 
@@ -87,8 +124,8 @@ class Scorecard:
     not_scored: int = doc("claims this study cannot measure")
     repeats: int = doc("repeats of the study")
     headline: str = doc("the report's first sentence")
-    history: dict[str, Any] | None = doc("where the history comes from: runs, machine kind, "
-                                         "other machines, error", default=None)
+    history: HistorySource | None = doc("where the history comes from: runs, machine kind, "
+                                        "other machines, error", default=None)
     fragile: list[str] = doc("ids of the fragile claims", default_factory=list)
 
 
@@ -102,32 +139,10 @@ def write_scorecard(folder: str | Path, card: Scorecard) -> Path:
     return write_record(Path(folder) / FILE, card)
 
 
-__all__ = ["ClaimHistory", "ClaimResult", "Scorecard", "read_scorecard", "write_scorecard"]
 
 
 
-def fmt(value: Any, kind: str) -> str:
-    if value is None or (isinstance(value, float) and pd.isna(value)):
-        return "-"
-    if kind == "percent":
-        return f"{pct(value, 1)}"
-    if kind == "times":
-        return f"{value:.2f}x"
-    return str(value)
-
-
-def _check_text(claim: dict[str, Any], kind: str) -> str:
-    parts = []
-    if "at_least" in claim:
-        parts.append(f">= {fmt(claim['at_least'], kind)}")
-    if "at_most" in claim:
-        parts.append(f"<= {fmt(claim['at_most'], kind)}")
-    if "equals" in claim:
-        parts.append(f"= {claim['equals']}")
-    return " and ".join(parts)
-
-
-def repeat_sets(runs: list) -> list[list]:
+def repeat_sets(runs: list[Arm]) -> list[list[Arm]]:
     """The study's runs grouped by repeat (repeat 1 first), each run named as its arm, so a
     claim about `baseline` reads `baseline.r2` in the second set."""
     sets: dict[int, list] = {}
@@ -136,12 +151,6 @@ def repeat_sets(runs: list) -> list[list]:
         named.name = run.summary.arm
         sets.setdefault(int(run.summary.repeat or 1), []).append(named)
     return [sets[r] for r in sorted(sets)]
-
-
-def _passes(claim: dict[str, Any], value: Any) -> bool:
-    return bool(("at_least" not in claim or value >= claim["at_least"])
-                and ("at_most" not in claim or value <= claim["at_most"])
-                and ("equals" not in claim or value == claim["equals"]))
 
 
 def interval(values: list[float]) -> tuple[float, float, str]:
@@ -154,7 +163,21 @@ def interval(values: list[float]) -> tuple[float, float, str]:
     return found.low, found.high, how
 
 
-def judge(claim: dict[str, Any], values: list[Any], kind: str) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Judgement:
+    """A claim's verdict on its measured values (the ClaimResult's measured fields)."""
+
+    measured: Any
+    measured_text: str
+    passed: bool | None
+    result: str
+    repeats: int
+    values: list[Any] | None = None
+    interval: list[float] | None = None
+    interval_kind: str | None = None
+
+
+def judge(claim: Claim, values: list[Any], kind: str) -> Judgement:
     """A claim's verdict over its repeats: holds (on every value, or the whole interval),
     does not hold (on none), inconclusive (the interval straddles the bound, or the repeats
     disagree), with the median (numbers) and the interval."""
@@ -163,80 +186,79 @@ def judge(claim: dict[str, Any], values: list[Any], kind: str) -> dict[str, Any]
         return _judge_paired(claim, values[0], kind)
     values = [float(v) if isinstance(v, Paired) else v for v in values]
     if n == 1:
-        passed = _passes(claim, values[0])
-        return {"measured": values[0], "measured_text": fmt(values[0], kind), "passed": passed,
-                "result": "holds" if passed else "does not hold", "repeats": 1}
-    out = {"values": values, "repeats": n}
+        passed = claim.passes(values[0])
+        return Judgement(measured=values[0], measured_text=fmt(values[0], kind), passed=passed,
+                         result="holds" if passed else "does not hold", repeats=1)
     if kind == "text":
-        held = sum(_passes(claim, v) for v in values)
+        held = sum(claim.passes(v) for v in values)
         common = max(set(values), key=values.count)
-        out.update(measured=common, measured_text=f"{fmt(common, kind)} (held in {held} of {n} repeats)")
+        out = Judgement(measured=common, measured_text=f"{fmt(common, kind)} (held in {held} of {n} repeats)",
+                        passed=None, result="inconclusive", repeats=n, values=values)
     else:
         low, high, how = interval([float(v) for v in values])
         median = float(np.median(values))
-        held = sum(_passes(claim, v) for v in (low, high))
+        held = sum(claim.passes(v) for v in (low, high))
         held = n if held == 2 else 0 if held == 0 else None
-        out.update(measured=median, interval=[low, high], interval_kind=how,
-                   measured_text=f"{fmt(median, kind)} ({fmt(low, kind)}-{fmt(high, kind)}, {how} of {n})")
+        out = Judgement(measured=median, passed=None, result="inconclusive", repeats=n, values=values,
+                        interval=[low, high], interval_kind=how,
+                        measured_text=f"{fmt(median, kind)} ({fmt(low, kind)}-{fmt(high, kind)}, {how} of {n})")
     if held == n:
-        return {**out, "passed": True, "result": "holds"}
+        return replace(out, passed=True, result="holds")
     if held == 0:
-        return {**out, "passed": False, "result": "does not hold"}
-    return {**out, "passed": None, "result": "inconclusive"}
+        return replace(out, passed=False, result="does not hold")
+    return out
 
 
-def _judge_paired(claim: dict[str, Any], found: Paired, kind: str) -> dict[str, Any]:
+def _judge_paired(claim: Claim, found: Paired, kind: str) -> Judgement:
     """One run's paired ratio: holds when its whole interval meets the bound, does not hold when
     none of it does, inconclusive otherwise."""
-    ends = sum(_passes(claim, v) for v in (found.low, found.high))
+    ends = sum(claim.passes(v) for v in (found.low, found.high))
     result = {2: "holds", 0: "does not hold"}.get(ends, "inconclusive")
     unit = "rounds" if found.basis == "paired" else "batches"
     how = (f"paired {pct(found.level)} over {found.rounds} interleaved rounds" if found.basis == "paired"
            else f"batch means {pct(found.level)} over {found.rounds} batches of the window's steps")
-    return {"measured": found.value, "interval": [found.low, found.high], "interval_kind": how,
-            "measured_text": f"{fmt(found.value, kind)} ({fmt(found.low, kind)}-{fmt(found.high, kind)}, "
-                             f"{pct(found.level)}, {found.rounds} {unit})",
-            "passed": {"holds": True, "does not hold": False}.get(result), "result": result,
-            "repeats": 1}
+    return Judgement(measured=found.value, interval=[found.low, found.high], interval_kind=how,
+                     measured_text=f"{fmt(found.value, kind)} ({fmt(found.low, kind)}-{fmt(found.high, kind)}, "
+                                   f"{pct(found.level)}, {found.rounds} {unit})",
+                     passed={"holds": True, "does not hold": False}.get(result), result=result, repeats=1)
 
 
-def score(spec: dict[str, Any], arms: list, runs: list | None = None) -> Scorecard:
+def score(spec: ClaimsFile, arms: list[Arm], runs: list[Arm] | None = None) -> Scorecard:
     """Every claim checked against the arms: on each repeat when `runs` holds the repeats
     (median, interval, holds / does not hold / inconclusive), else on the arms (first repeat)."""
     sets = repeat_sets(runs) if runs else [arms]
     contexts = [({a.name: a for a in group}, remedy_proof.evidence(group)) for group in sets]
-    results = []
-    for claim in spec["claims"]:
-        measure, kind = METRICS[claim["metric"]]
-        entry = {"id": claim["id"], "claim": claim["claim"], "source": claim.get("source", "study"),
-                 "metric": claim["metric"], "arm": claim["arm"], "against": claim.get("against"),
-                 "check": _check_text(claim, kind), "published": claim.get("published"),
-                 "published_text": fmt(claim.get("published"), kind),
-                 "note": claim.get("note", "")}
-        values, details, why = [], [], None
-        for by_name, prepared in contexts:
-            try:
-                value, detail = measure(claim, by_name, prepared)
-            except Unmeasured as reason:
-                why = why or str(reason)
-                continue
-            values.append(value)
-            details.append(detail)
-        if not values:
-            entry.update(measured=None, measured_text="-", detail=why, passed=None,
-                         result="not scored", repeats=0)
-        else:
-            entry.update(judge(claim, values, kind), detail=details[0])
-        results.append(from_dict(ClaimResult, entry, f"claim {claim['id']!r}"))
+    results = [_scored(claim, contexts) for claim in spec.claims]
     scored = [r for r in results if r.passed is not None]
-    return Scorecard(title=spec.get("title", ""), reference=spec.get("reference", ""),
+    return Scorecard(title=spec.title, reference=spec.reference,
                      claims=results, scored=len(scored), held=sum(r.passed for r in scored),
                      inconclusive=sum(r.result == "inconclusive" for r in results),
                      not_scored=sum(r.result == "not scored" for r in results),
                      repeats=len(sets), headline=headline(results, arms))
 
 
-def headline(results: list[ClaimResult], arms: list) -> str:
+def _scored(claim: Claim, contexts: list) -> ClaimResult:
+    """One claim measured on every repeat it can be (and judged), or not scored with the reason."""
+    measure, kind = METRICS[claim.metric]
+    values, details, why = [], [], None
+    for by_name, prepared in contexts:
+        try:
+            value, detail = measure(claim, by_name, prepared)
+        except Unmeasured as reason:
+            why = why or str(reason)
+            continue
+        values.append(value)
+        details.append(detail)
+    judged = (judge(claim, values, kind) if values else
+              Judgement(measured=None, measured_text="-", passed=None, result="not scored", repeats=0))
+    return ClaimResult(id=claim.id, claim=claim.claim, source=claim.source, metric=claim.metric,
+                       arm=claim.arm, against=claim.against, check=claim.check_text(kind),
+                       published=claim.published, published_text=fmt(claim.published, kind),
+                       note=claim.note, detail=details[0] if values else why,
+                       **dataclasses.asdict(judged))
+
+
+def headline(results: list[ClaimResult], arms: list[Arm]) -> str:
     """One sentence: how many claims hold, which do not, and the speedup in context."""
     scored = [r for r in results if r.passed is not None]
     if not results:
@@ -278,8 +300,8 @@ def headline(results: list[ClaimResult], arms: list) -> str:
 
 
 
-def make(spec: dict[str, Any] | None, arms: list, runs: list | None = None,
-         history: dict[str, Any] | None = None) -> Scorecard:
+def make(spec: ClaimsFile | None, arms: list[Arm], runs: list[Arm] | None = None,
+         history: History | None = None) -> Scorecard:
     """The study's scorecard, decided before any report is drawn.
 
     Args:
@@ -290,9 +312,9 @@ def make(spec: dict[str, Any] | None, arms: list, runs: list | None = None,
     Returns:
         The Scorecard: headline, title, each claim's result, and its history.
     """
-    card = score(spec or {"claims": []}, arms, runs)
+    card = score(spec or ClaimsFile(claims=[]), arms, runs)
     if history is not None and card.claims:
-        card = with_history(card, spec, history, history["machine"])
+        card = with_history(card, spec, history, history.machine)
     return card
 
 
@@ -301,16 +323,14 @@ def write(out_dir: str | Path, card: Scorecard) -> Path:
     return write_scorecard(out_dir, card)
 
 
-def with_history(card: Scorecard, spec: dict[str, Any], history: dict[str, Any],
-                 machine: str) -> Scorecard:
+def with_history(card: Scorecard, spec: ClaimsFile, history: History, machine: str) -> Scorecard:
     """Each claim's line across the study's recorded runs (perfstudy.present.history.read):
     how often it held on this machine kind, this run included, and whether it is fragile: its
     verdict changed across the runs, or its margin to the bound is inside the spread of its
     values across them (a single run can be marked so, from the store's earlier runs)."""
-    records = history.get("records") or []
-    mine = [r for r in records if r["machine"] == machine]
-    others = len(records) - len(mine)
-    by_id = {c["id"]: c for c in spec["claims"]}
+    mine = [r for r in history.records if r.machine == machine]
+    others = len(history.records) - len(mine)
+    by_id = {c.id: c for c in spec.claims}
     claims = [entry if entry.result == "not scored" else
               replace(entry, history=_line(entry, by_id[entry.id], mine, others))
               for entry in card.claims]
@@ -320,44 +340,36 @@ def with_history(card: Scorecard, spec: dict[str, Any], history: dict[str, Any],
         text += (f" Fragile across the {len(mine) + 1} recorded runs on this machine "
                  f"kind: {', '.join(fragile)}.")
     return replace(card, claims=claims, fragile=fragile, headline=text,
-                   history={"runs": len(mine) + 1, "machine": machine, "other_machines": others,
-                            "error": history.get("error")})
+                   history=HistorySource(runs=len(mine) + 1, machine=machine, other_machines=others,
+                                         error=history.error))
 
 
-def _line(entry: ClaimResult, claim: dict[str, Any], mine: list[dict[str, Any]],
-          others: int) -> ClaimHistory:
+def _line(entry: ClaimResult, claim: Claim, mine: list[PastRun], others: int) -> ClaimHistory:
     """One claim's line across the recorded runs of this machine kind (and this one)."""
-    past = [r["claims"][entry.id] for r in mine if r["claims"].get(entry.id, {}).get("result")]
-    results = [p["result"] for p in past] + [entry.result]
+    past = [r.claims[entry.id] for r in mine if entry.id in r.claims and r.claims[entry.id].result]
+    results = [p.result for p in past] + [entry.result]
     held, runs = results.count("holds"), len(results)
     text = (f"held in {held} of {runs} runs on this machine kind" if runs > 1
             else "the first recorded run on this machine kind")
     if others:
         text += f" ({others} run(s) on other machine kinds not counted)"
     numeric = isinstance(entry.measured, (int, float)) and not isinstance(entry.measured, bool)
-    fields: dict[str, Any] = {}
-    why = None
+    values = spread = margin = why = None
     if runs > 1 and len(set(results)) > 1:
         why = f"its verdict changed across the runs ({', '.join(results)})"
     elif numeric:
-        values = [p["value"] for p in past if p.get("value") is not None] + [float(entry.measured)]
+        values = [p.value for p in past if p.value is not None] + [float(entry.measured)]
         low, high = entry.interval or (entry.measured, entry.measured)
         spread = max(max(values) - min(values), high - low)
-        margin = _margin(claim, float(entry.measured))
-        fields = {"values": values, "spread": spread, "margin": margin}
+        margin = claim.margin(float(entry.measured))
         if len(values) > 1 and margin < spread:
             kind = METRICS[entry.metric][1]
             why = (f"its margin to the bound ({_delta(margin, kind)}) is inside the spread "
                    f"across the runs ({_delta(spread, kind)})")
     if why:
         text += f"; fragile: {why}"
-    return ClaimHistory(runs=runs, held=held, text=text, fragile=why is not None, why=why, **fields)
-
-
-def _margin(claim: dict[str, Any], value: float) -> float:
-    """How far a value sits from the nearest numeric bound (inf without one)."""
-    return min((abs(value - claim[b]) for b in ("at_least", "at_most") if b in claim),
-               default=float("inf"))
+    return ClaimHistory(runs=runs, held=held, text=text, fragile=why is not None, why=why,
+                        values=values, spread=spread, margin=margin)
 
 
 def _delta(value: float, kind: str) -> str:

@@ -17,7 +17,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from perfstudy.decide.scorecard import Scorecard
+from perfstudy.decide.scorecard import History, PastClaim, PastRun, Scorecard
 from perfstudy.present import mlflow_store
 
 log = logging.getLogger(__name__)
@@ -59,40 +59,40 @@ def result_metrics(card: Scorecard) -> dict[str, float]:
 
 
 def read(uri: str, experiment_name: str, ctx: dict[str, str], claim_ids: list[str],
-         exclude_stamp: int | None = None) -> dict[str, Any]:
-    """The earlier recorded runs of this context: {"records": [{"stamp", "machine", "claims":
-    {id: {"result", "value"}}}], "error": None or why none could be read}. A store that does not
-    exist yet has no history (it is not created here)."""
+         exclude_stamp: int | None = None) -> History:
+    """The earlier recorded runs of this context (`ctx`: the study's tags, its machine kind
+    among them), each claim's result and value in each, or why none could be read. A store that
+    does not exist yet has no history (it is not created here)."""
+    machine = ctx.get(f"{TAG}machine", "unknown machine")
     db = mlflow_store.sqlite_file(uri)
     if db is not None and not db.is_file():
-        return {"records": [], "error": None}
+        return History(records=[], machine=machine)
     try:
         with mlflow_store.store_lock(uri):
             client = mlflow_store.client_for(uri)
             experiment = client.get_experiment_by_name(experiment_name)
             if experiment is None:
-                return {"records": [], "error": None}
+                return History(records=[], machine=machine)
             same = {k: v for k, v in ctx.items() if k != f"{TAG}machine"}
             query = " and ".join([f"tags.`{TAG}role` = 'study'"]
                                  + [f"tags.`{k}` = '{v}'" for k, v in same.items()])
             parents = client.search_runs([experiment.experiment_id], filter_string=query,
                                          max_results=500)
-            points: dict[tuple[str, int], dict[str, Any]] = {}
+            # (run, stamp, its machine kind) -> claim id -> {"result": code, "value": median}
+            points: dict[tuple[str, int, str], dict[str, dict[str, float]]] = {}
             for parent in parents:
-                machine = parent.data.tags.get(f"{TAG}machine", "unknown machine")
+                recorded_on = parent.data.tags.get(f"{TAG}machine", "unknown machine")
                 for cid in claim_ids:
                     for kind, name in (("result", "result"), ("value", "median")):
                         for m in client.get_metric_history(parent.info.run_id, f"claim/{cid}/{name}"):
                             if exclude_stamp is not None and m.timestamp == exclude_stamp:
                                 continue  # these very results, logged before
-                            rec = points.setdefault((parent.info.run_id, m.timestamp),
-                                                    {"stamp": m.timestamp, "machine": machine,
-                                                     "claims": {}})
-                            rec["claims"].setdefault(cid, {})[kind] = m.value
+                            point = points.setdefault((parent.info.run_id, m.timestamp, recorded_on), {})
+                            point.setdefault(cid, {})[kind] = m.value
     except mlflow_store.TrackingError as exc:
-        return {"records": [], "error": str(exc)}
-    records = sorted(points.values(), key=lambda r: r["stamp"])
-    for rec in records:
-        for entry in rec["claims"].values():
-            entry["result"] = RESULT_NAME.get(entry.get("result"))
-    return {"records": records, "error": None}
+        return History(records=[], machine=machine, error=str(exc))
+    records = [PastRun(stamp=stamp, machine=recorded_on, claims={
+                   cid: PastClaim(result=RESULT_NAME.get(e.get("result")), value=e.get("value"))
+                   for cid, e in claims.items()})
+               for (_, stamp, recorded_on), claims in sorted(points.items(), key=lambda p: p[0][1])]
+    return History(records=records, machine=machine)

@@ -197,11 +197,11 @@ def history_note(card: Scorecard) -> str | None:
     h = card.history
     if not h:
         return None
-    if h.get("error"):
-        return f"History not read: {h['error']}"
-    text = (f"History: {h['runs']} recorded run(s) of this study, claims and configs on this machine "
-            f"kind ({h['machine']}), this one included, read back from the tracking store")
-    if h["other_machines"]:
-        text += f"; {h['other_machines']} run(s) on other machine kinds are not mixed in"
+    if h.error:
+        return f"History not read: {h.error}"
+    text = (f"History: {h.runs} recorded run(s) of this study, claims and configs on this machine "
+            f"kind ({h.machine}), this one included, read back from the tracking store")
+    if h.other_machines:
+        text += f"; {h.other_machines} run(s) on other machine kinds are not mixed in"
     return text + (". Fragile: the verdict changed across the runs, or the margin to the bound is "
                    "inside the spread of the values across them.")

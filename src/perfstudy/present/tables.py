@@ -7,7 +7,7 @@ from dataclasses import asdict
 
 import pandas as pd
 
-from perfstudy.common.thresholds import pct
+from perfstudy.common.thresholds import fmt, pct
 from perfstudy.decide.arms import Arm
 from perfstudy.decide.diagnosis import input_bound_band, verdict_label
 from perfstudy.decide.scorecard import Scorecard
@@ -94,6 +94,9 @@ def or_none(frame: pd.DataFrame) -> pd.DataFrame | None:
     return None if frame.empty else frame
 
 
+UNITS = {"share": "percent", "speedup": "times"}  # the rest: milliseconds, as numbers
+
+
 def published_vs_measured(arms: list[Arm]) -> pd.DataFrame:
     by_name = {a.name: a.summary for a in arms}
     base = by_name.get("baseline")
@@ -107,23 +110,15 @@ def published_vs_measured(arms: list[Arm]) -> pd.DataFrame:
             value = {"gap": pub["gap_ms"], "step": pub["step_ms"],
                      "share": pub["gap_ms"] / pub["step_ms"],
                      "speedup": PUBLISHED["baseline"]["step_ms"] / pub["step_ms"]}[key]
-            row[f"published {arm_name}"] = _fmt(key, value)
+            row[f"published {arm_name}"] = fmt(value, UNITS.get(key, "number"))
         for arm in arms:
             s = arm.summary
             value = {"gap": s.gap_ms.mean, "step": s.steady_step_ms,
                      "share": s.gap_share,
                      "speedup": (base.steady_step_ms / s.steady_step_ms) if base else float("nan")}[key]
-            row[f"measured {arm.name}"] = _fmt(key, value)
+            row[f"measured {arm.name}"] = fmt(value, UNITS.get(key, "number"))
         rows.append(row)
     return pd.DataFrame(rows)
-
-
-def _fmt(key: str, value: float) -> str:
-    if key == "share":
-        return f"{pct(value, 1)}"
-    if key == "speedup":
-        return f"{value:.2f}x"
-    return f"{value:.2f}" if value < 10 else f"{value:.1f}" if value < 100 else f"{value:.0f}"
 
 
 def step_text(f) -> str:

@@ -3,6 +3,7 @@
 import re
 import subprocess
 import sys
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -15,6 +16,7 @@ from perfstudy.common.config import ConfigError
 from perfstudy.common.io import read_json
 from perfstudy.decide import claims, scorecard
 from perfstudy.decide.arms import load_arm
+from perfstudy.decide.claims import Claim, ClaimsFile
 from perfstudy.decide.scorecard import read_scorecard
 from perfstudy.present import sentences
 
@@ -62,7 +64,8 @@ def test_the_case_study_claims_are_scored_from_the_measured_arms(arms):
 
 def test_a_claim_that_does_not_hold_is_failed_and_named_in_the_headline(arms):
     spec = claims.load(SEED_CLAIMS)
-    next(c for c in spec["claims"] if c["id"] == "tuned_faster")["at_least"] = 4.98  # the article's
+    spec = replace(spec, claims=[replace(c, at_least=4.98) if c.id == "tuned_faster" else c  # the article's
+                                 for c in spec.claims])
     card = scorecard.score(spec, arms)
     assert _by_id(card)["tuned_faster"].result == "does not hold"
     assert "tuned_faster (1.44x, >= 4.98x)" in card.headline.split(" not: ")[1]
@@ -143,7 +146,7 @@ def test_every_shipped_claims_file_loads_and_belongs_to_a_study():
     assert files
     for path in files:
         spec = claims.load(path)
-        assert path.stem in studies and spec["claims"] and spec["title"]
+        assert path.stem in studies and spec.claims and spec.title
 
 
 def test_each_verdict_is_one_line_with_its_reasoning_one_click_away(arms, tmp_path):
@@ -167,23 +170,24 @@ def test_each_verdict_is_one_line_with_its_reasoning_one_click_away(arms, tmp_pa
 
 
 def test_a_claim_over_repeats_gets_its_median_interval_and_an_honest_inconclusive():
-    claim = {"at_most": 0.05}
+    claim = Claim(id="gap", claim="x", metric="gap_share", arm="tuned", at_most=0.05)
     # the four tuned-arm gap shares measured on one machine in four make runs
     straddles = scorecard.judge(claim, [0.027, 0.045, 0.136, 0.001], "percent")
-    assert straddles["result"] == "inconclusive" and straddles["passed"] is None
-    assert straddles["interval"] == [0.001, 0.136] and straddles["interval_kind"] == "range"
-    assert "range of 4" in straddles["measured_text"]
-    assert straddles["measured"] == pytest.approx(0.036)
-    assert scorecard.judge(claim, [0.01, 0.02, 0.03], "percent")["result"] == "holds"
-    assert scorecard.judge(claim, [0.1, 0.2], "percent")["result"] == "does not hold"
-    assert scorecard.judge(claim, [0.04], "percent")["result"] == "holds"  # one run: as before
+    assert straddles.result == "inconclusive" and straddles.passed is None
+    assert straddles.interval == [0.001, 0.136] and straddles.interval_kind == "range"
+    assert "range of 4" in straddles.measured_text
+    assert straddles.measured == pytest.approx(0.036)
+    assert scorecard.judge(claim, [0.01, 0.02, 0.03], "percent").result == "holds"
+    assert scorecard.judge(claim, [0.1, 0.2], "percent").result == "does not hold"
+    assert scorecard.judge(claim, [0.04], "percent").result == "holds"  # one run: as before
     six = [0.01, 0.012, 0.011, 0.2, 0.013, 0.012]  # from 6 repeats an exact 95 % exists: min-max
     assert scorecard.interval(six) == (0.01, 0.2, "order-statistic 96.9 %")
     many = six + [0.011, 0.014, 0.012, 0.013]  # ten: the 2nd smallest to the 2nd largest
     low, high, how = scorecard.interval(many)
     assert how == "order-statistic 97.9 %" and (low, high) == (0.011, 0.014)
-    text = scorecard.judge({"equals": "a"}, ["a", "b", "a"], "text")
-    assert text["result"] == "inconclusive" and "held in 2 of 3 repeats" in text["measured_text"]
+    text = scorecard.judge(Claim(id="t", claim="x", metric="culprit_key", arm="a", equals="a"),
+                           ["a", "b", "a"], "text")
+    assert text.result == "inconclusive" and "held in 2 of 3 repeats" in text.measured_text
 
 
 def test_the_scorecard_scores_every_repeat(arms):
@@ -214,7 +218,7 @@ def test_the_claims_schema_names_every_metric_the_scorer_knows():
     schema = json.loads(claims.SCHEMA.read_text())
     assert sorted(schema["$defs"]["claim"]["properties"]["metric"]["enum"]) == sorted(claims.METRICS)
     for path in (REPO / "workflow" / "claims").glob("*.yaml"):  # every shipped file is valid
-        assert claims.load(path)["claims"]
+        assert claims.load(path).claims
 
 
 def test_a_speedup_between_arms_that_differ_only_in_settings_is_read_paired_by_round():
@@ -240,8 +244,8 @@ def test_a_speedup_between_arms_that_differ_only_in_settings_is_read_paired_by_r
         own = [3300.0, 3000.0, 3600.0, 3200.0]
         return verify.verdict(make_verification(
             [(tuned_set, 3300.0), (base_set, 4500.0)], [own, [t * s for t, s in zip(own, slow, strict=True)]]))
-    spec = {"claims": [{"id": "fast", "claim": "x", "metric": "speedup", "arm": "tuned",
-                        "against": "baseline", "at_least": 1.05}]}
+    spec = ClaimsFile.of({"claims": [{"id": "fast", "claim": "x", "metric": "speedup", "arm": "tuned",
+                        "against": "baseline", "at_least": 1.05}]})
     quiet = rounds([1.40, 1.42, 1.39, 1.41])
     arms = [Arm("baseline", base_set, 3680.0), Arm("tuned", tuned_set, 3338.0, quiet)]
     got = scorecard.score(spec, arms).claims[0]
@@ -265,9 +269,8 @@ def test_a_speedup_between_arms_that_differ_only_in_settings_is_read_paired_by_r
     got = scorecard.score(spec, arms).claims[0]
     assert "2 runs' verifications" in got.detail and got.result == "holds"
     assert got.interval[0] == pytest.approx(min(4400 / 3210, 1.39), abs=0.03)
-    spec["claims"][0]["at_least"] = 1.405  # inside the tuned run's interval: not every run meets it
-    assert scorecard.score(spec, arms).claims[0].result == "inconclusive"
-    spec["claims"][0]["at_least"] = 1.05
+    strict = replace(spec, claims=[replace(spec.claims[0], at_least=1.405)])  # inside the tuned
+    assert scorecard.score(strict, arms).claims[0].result == "inconclusive"  # run's interval: not every run meets it
     # other data: not the same arm at another setting, so the windows, said unpaired
     arms[1].summary = make_summary(arm="tuned", run="tuned", steady_step_ms=3338.0,
                                    operator_settings=tuned_set, dataset_sha256="other")
@@ -303,8 +306,8 @@ def test_the_advisors_pick_against_the_best_arm_is_read_paired_where_one_run_mea
         base.diagnosis = make_diagnosis(recommendation=rec,
                                         advisor=make_advice(one_map_model(key), pick={key: 2}))
         return [base, tuned]
-    spec = {"claims": [{"id": "pick", "claim": "x", "metric": "advisor_pick_vs_best", "arm": "baseline",
-                        "at_most": 0.10}]}
+    spec = ClaimsFile.of({"claims": [{"id": "pick", "claim": "x", "metric": "advisor_pick_vs_best", "arm": "baseline",
+                        "at_most": 0.10}]})
     got = scorecard.score(spec, arms([1.05, 1.60, 1.20, 1.45])).claims[0]
     assert got.interval_kind.startswith("paired") and "paired by round in baseline's verification" in got.detail
     assert got.result == "inconclusive" and got.interval[0] < 0.10 < got.interval[1]
@@ -354,10 +357,10 @@ def test_the_remedy_is_read_paired_by_round_where_the_prepared_arm_measured_its_
                                             images_per_s=64.0, operator_settings=settings,
                                             dataset={**dataset}, num_parallel_workers={"effective": 1},
                                             dataset_sha256="prepared-sha", **more))
-    spec = {"claims": [{"id": "five", "claim": "x", "metric": "prepared_speedup", "arm": "prepared",
+    spec = ClaimsFile.of({"claims": [{"id": "five", "claim": "x", "metric": "prepared_speedup", "arm": "prepared",
                         "at_least": 5},
                        {"id": "predicted", "claim": "x", "metric": "prepared_prediction_error",
-                        "arm": "prepared", "at_most": 0.15}]}
+                        "arm": "prepared", "at_most": 0.15}]})
     own = [560.0, 620.0, 540.0, 600.0]
     arms = [source, prepared(against_source=against(own, [5.2 * o for o in own]))]
     got = _by_id(scorecard.score(spec, arms))
@@ -421,8 +424,8 @@ def test_the_advisors_prediction_of_another_arm_is_read_against_the_paired_speed
     base = Arm("baseline", base_set, 1000.0, make_diagnosis(advisor=advice))
     tuned = Arm("tuned", tuned_set, 800.0, make_diagnosis(recommendation=make_recommendation(verification=checked)))
     predicted = predict(advice, tuned_set).step_ms
-    spec = {"claims": [{"id": "p", "claim": "x", "metric": "prediction_error", "arm": "tuned",
-                        "against": "baseline", "at_most": 0.2}]}
+    spec = ClaimsFile.of({"claims": [{"id": "p", "claim": "x", "metric": "prediction_error", "arm": "tuned",
+                        "against": "baseline", "at_most": 0.2}]})
     got = scorecard.score(spec, [base, tuned]).claims[0]
     assert got.interval_kind.startswith("paired") and "paired by round in tuned's verification" in got.detail
     assert got.measured == pytest.approx(abs(predicted / 1000.0 * 1.8 - 1), abs=0.01)
@@ -446,8 +449,8 @@ def test_a_share_of_one_window_is_judged_on_its_batch_means_interval():
             self.summary = make_summary(arm=name, run=name, gap_share=sum(gaps) / sum(steps),
                                         steady_step_ms=float(np.median(steps)))
 
-    spec = {"claims": [{"id": "c", "claim": "x", "metric": "gap_share", "arm": "tuned",
-                        "at_most": 0.05}]}
+    spec = ClaimsFile.of({"claims": [{"id": "c", "claim": "x", "metric": "gap_share", "arm": "tuned",
+                        "at_most": 0.05}]})
     bursty = [1200.0, 1, 500, 1, 1, 700, 1, 1, 560, 5, 1, 5, 1, 1, 1, 1, 1, 850, 50, 690, 1, 70, 1,
               1080, 220, 870, 830, 910]
     steps = [3000.0 + g for g in bursty]

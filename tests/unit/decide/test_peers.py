@@ -9,6 +9,7 @@ from records import make_advice, make_diagnosis, make_summary, make_sweep, one_m
 from perfstudy.common.records import to_dict
 from perfstudy.common.thresholds import GAIN_THAT_MATTERS, pct
 from perfstudy.decide import peers, scenarios, scorecard
+from perfstudy.decide.claims import ClaimsFile
 from perfstudy.decide.diagnosis import read_diagnosis
 from perfstudy.measure import msanalyzer
 from perfstudy.measure.nearbest import Near
@@ -45,8 +46,9 @@ def test_mindspores_analyzer_runs_on_the_article_baselines_real_profile(analysed
     assert reading.error is None and reading.raw["warning"] and reading.raw["suggestion"]
     assert reading.raw["op_id"] is not None and reading.operator
     assert diagnosis.peers.ours.key == diagnosis.recommendation.culprit_key
-    spec = {"claims": [{"id": "c", "claim": "ours right, theirs not", "metric": "culprit_against_analyzer",
-                        "arm": "baseline", "truth": "pipeline.num_parallel_workers", "equals": "ours only"}]}
+    spec = ClaimsFile.of({"claims": [{"id": "c", "claim": "ours right, theirs not",
+                                      "metric": "culprit_against_analyzer", "arm": "baseline",
+                                      "truth": "pipeline.num_parallel_workers", "equals": "ours only"}]})
 
     class Arm:
         name, summary = "baseline", read_summary(analysed / "baseline")
