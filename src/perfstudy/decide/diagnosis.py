@@ -26,7 +26,7 @@ from perfstudy.decide.advisor import Advice, advise
 from perfstudy.decide.decision import Recommendation, decide
 from perfstudy.decide.peers import Readings
 from perfstudy.decide.whatif import WELL_FILLED, canonical, held_up
-from perfstudy.measure.minddata import IteratorWait
+from perfstudy.measure.minddata import HostCpu, IteratorWait
 from perfstudy.measure.timeline import CrossCheck
 from perfstudy.run.summary import RunSummary
 
@@ -205,7 +205,7 @@ def _operations(row) -> list[str]:
     return [o for o in str(row.get("operations") or "").split(", ") if o]
 
 
-def _cpu_state(summary: RunSummary, host: dict[str, Any], ops: pd.DataFrame | None,
+def _cpu_state(summary: RunSummary, host: HostCpu, ops: pd.DataFrame | None,
                advice: Advice) -> CpuState:
     """The CPUs as measured (host busy %, per operator) and as the model sees them. Only the
     model's verdict (`saturated`: the CPU floor binds at the current setting) is used to
@@ -215,7 +215,7 @@ def _cpu_state(summary: RunSummary, host: dict[str, Any], ops: pd.DataFrame | No
         per_op = {r["label"]: round(float(r["cpu_pct"]), 1) for _, r in ops.iterrows()
                   if not pd.isna(r["cpu_pct"]) and r["cpu_pct"] > 0}
     return CpuState(cores=summary.num_parallel_workers.cpu_count,
-                    host_busy_pct=host.get("host_busy_pct"), process_pct=host.get("process_pct"),
+                    host_busy_pct=host.host_busy_pct, process_pct=host.process_pct,
                     per_op_pct=per_op, cpu_floor_ms=summary.cpu_floor_ms,
                     steady_vs_cpu_floor=summary.steady_step_ms / summary.cpu_floor_ms,
                     saturated=advice.now_binding == "cpu",
@@ -258,7 +258,7 @@ def headline(decision: Recommendation, band: str, share: float, cores: int,
 
 
 def diagnose(summary: RunSummary, steps: pd.DataFrame, ops: pd.DataFrame | None = None,
-             host: dict[str, Any] | None = None, iterator: IteratorWait | None = None,
+             host: HostCpu | None = None, iterator: IteratorWait | None = None,
              cross: CrossCheck | None = None) -> Diagnosis:
     """diagnosis.json's content for one arm: the evidence, and decision.decide's answer.
 
@@ -270,7 +270,7 @@ def diagnose(summary: RunSummary, steps: pd.DataFrame, ops: pd.DataFrame | None 
     Returns:
         The Diagnosis (the analysis adds the profiled window and the peers' readings).
     """
-    host = host or {}
+    host = host or HostCpu()
     band = input_bound_band(summary.gap_share)
     measured = steps[steps["phase"] == "measured"]
     compute_ms = float((measured["fwd_bwd_ms"] + measured["tail_ms"]).median())

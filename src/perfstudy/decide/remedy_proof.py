@@ -28,6 +28,7 @@ from perfstudy.decide.paired import prediction_error
 from perfstudy.decide.remedies import prepared_step_at
 from perfstudy.measure import rounds as rounds_mod
 from perfstudy.measure.rounds import Comparison
+from perfstudy.run.settings import Settings
 from perfstudy.run.verify_record import AgainstSource
 
 FILE = "prepared.json"
@@ -155,7 +156,7 @@ def _prepared(arm) -> PreparedFacts | None:
     return arm.summary.dataset.prepared
 
 
-def _settings(arm) -> dict[str, Any]:
+def _settings(arm) -> Settings:
     settings = dict(arm.summary.operator_settings or {})
     settings.setdefault("pipeline.num_parallel_workers",
                         arm.summary.num_parallel_workers.effective)

@@ -208,24 +208,34 @@ def op_table(profile: DatasetProfile, window: tuple[float, float] | None = None)
     return pd.DataFrame(rows)
 
 
-def host_cpu(profile: DatasetProfile, window: tuple[float, float] | None = None) -> dict[str, float]:
+@dataclass(frozen=True)
+class HostCpu:
+    """Host and process CPU use over the profiled window, in % of the whole machine (None: the
+    profile did not sample it)."""
+
+    cores: int = 1
+    host_busy_pct: float | None = None
+    process_pct: float | None = None
+
+
+def host_cpu(profile: DatasetProfile, window: tuple[float, float] | None = None) -> HostCpu:
     """Host and process CPU use over the window, in % of the whole machine."""
     cores = int(profile.cpu.get("cpu_processor_num") or 1)
     count = len(profile.sample_times_s)
     mask = _in_window(profile.sample_times_s, window)
     device = profile.cpu.get("device_info", {})
-    out = {"cores": cores}
+    busy = process_pct = None
     if device.get("idle_utilization"):
         idle = _per_sample(device["idle_utilization"], count)
         keep = mask[: len(idle)]
-        out["host_busy_pct"] = float(100 - idle[: len(keep)][keep].mean())
+        busy = float(100 - idle[: len(keep)][keep].mean())
     process = profile.cpu.get("process_info", {})
     if process.get("user_utilization"):
         total = (np.asarray(process["user_utilization"], dtype=float)
                  + np.asarray(process["sys_utilization"], dtype=float))
         keep = mask[: len(total)]
-        out["process_pct"] = float(total[: len(keep)][keep].mean() / cores)
-    return out
+        process_pct = float(total[: len(keep)][keep].mean() / cores)
+    return HostCpu(cores=cores, host_busy_pct=busy, process_pct=process_pct)
 
 
 @dataclass(frozen=True)

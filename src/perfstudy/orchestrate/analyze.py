@@ -15,8 +15,8 @@ workflow's outputs do not depend on the profiler setting.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
@@ -25,7 +25,8 @@ from perfstudy.decide import diagnosis, peers, verify
 from perfstudy.decide.diagnosis import Diagnosis, ProfiledWindow, write_diagnosis
 from perfstudy.decide.peers import Readings
 from perfstudy.measure import minddata, msanalyzer, timeline
-from perfstudy.run.summary import read_summary
+from perfstudy.measure.timeline import CrossCheck
+from perfstudy.run.summary import RunSummary, read_summary
 from perfstudy.run.verify_record import Proposal
 
 log = logging.getLogger(__name__)
@@ -45,15 +46,30 @@ def profiled_window(steps: pd.DataFrame) -> tuple[float, float]:
             float((chosen["start_time_s"] + chosen["step_ms"] / 1e3).max()))
 
 
-def diagnose_run(run_dir: str | Path) -> dict[str, Any]:
-    """Diagnose one run folder in memory: {"diagnosis", and the tables analyze_run writes}."""
+@dataclass(frozen=True)
+class Analysed:
+    """One run folder diagnosed in memory: the diagnosis, what it was made from, and the tables
+    analyze_run writes (None where the run has no such profile)."""
+
+    diagnosis: Diagnosis
+    summary: RunSummary
+    steps: pd.DataFrame
+    ops: pd.DataFrame | None  # MindData's operators over the profiled window
+    queues: pd.DataFrame | None  # their queue sizes over time
+    joined: pd.DataFrame  # the op timeline's steps joined to the host timers
+    kernels: pd.DataFrame | None  # the op timeline's kernels
+    iterator: pd.DataFrame | None  # MindData's per-batch iterator waits
+    cross: CrossCheck | None  # the op timeline against the host timers
+
+
+def diagnose_run(run_dir: str | Path) -> Analysed:
+    """Diagnose one run folder in memory: the diagnosis, and the tables analyze_run writes."""
     run = Path(run_dir)
     steps = pd.read_csv(run / "steps.csv")
     summary = read_summary(run)
     profile_dir = run / "profile"
     window = profiled_window(steps)
-    ops = queues = iterator_frame = None
-    host, waits = {}, None
+    ops = queues = iterator_frame = host = waits = None
     meta = summary.profile
     if meta.dataset:
         profile = minddata.load(profile_dir)
@@ -73,15 +89,14 @@ def diagnose_run(run_dir: str | Path) -> dict[str, Any]:
     result = diagnosis.diagnose(summary, steps, ops, host, waits, cross).completed(
         window=ProfiledWindow(*window),
         sampling_interval_ms=meta.sampling_interval_ms)
-    return {"diagnosis": result, "summary": summary, "steps": steps, "ops": ops,
-            "queues": queues, "joined": joined, "kernels": kernels, "iterator": iterator_frame,
-            "cross": cross}
+    return Analysed(diagnosis=result, summary=summary, steps=steps, ops=ops, queues=queues,
+                    joined=joined, kernels=kernels, iterator=iterator_frame, cross=cross)
 
 
 def propose(run_dir: str | Path, k: int) -> Proposal:
     """The verification plan of a trained run (perfstudy.run.verify measures it): the run's own
     setting and the model's best k others; none when the measured window was not steady."""
-    found = diagnose_run(run_dir)["diagnosis"]
+    found = diagnose_run(run_dir).diagnosis
     if found.recommendation.action == "not_steady":
         return Proposal([], skipped="the measured window was not steady, so no verdict was "
                         "issued and nothing was verified")
@@ -89,33 +104,33 @@ def propose(run_dir: str | Path, k: int) -> Proposal:
                     model_recommendation=found.recommendation.sentence)
 
 
-def peer_readings(run: Path, found: dict[str, Any]) -> Readings:
+def peer_readings(run: Path, found: Analysed) -> Readings:
     """The tools users have, on this run (perfstudy.decide.peers): MindSpore's analyzer on its
     profile, AutoTune's setting where this arm is AutoTune's, and ours beside them."""
     theirs = None
-    if found["summary"].profile.dataset:
-        theirs = peers.analyzer(msanalyzer.read(run / "profile"), found["ops"])
+    if found.summary.profile.dataset:
+        theirs = peers.analyzer(msanalyzer.read(run / "profile"), found.ops)
         log.info("%s: %s (%s)", msanalyzer.TOOL, theirs.operator or "-", theirs.advice)
-    ops = found["ops"]
+    ops = found.ops
     if ops is None and (run / "profile" / "pipeline.json").exists():  # profiler off: as built
         ops = peers.described_ops(read_json(run / "profile" / "pipeline.json"))
-    return Readings(peers.ours(found["diagnosis"].recommendation), theirs,
-                    peers.autotune(found["summary"], ops))
+    return Readings(peers.ours(found.diagnosis.recommendation), theirs,
+                    peers.autotune(found.summary, ops))
 
 
 def analyze_run(run_dir: str | Path) -> Diagnosis:
     """Analyse one run folder: write its tables, trace and diagnosis.json; returns the diagnosis."""
     run = Path(run_dir)
     found = diagnose_run(run)
-    result, steps, ops, queues = found["diagnosis"], found["steps"], found["ops"], found["queues"]
+    result, steps, ops, queues = found.diagnosis, found.steps, found.ops, found.queues
     write_csv(run / "pipeline_ops.csv", ops if ops is not None else pd.DataFrame(columns=OPS_COLUMNS))
     write_csv(run / "queues.csv", queues if queues is not None else pd.DataFrame(columns=minddata.QUEUE_COLUMNS))
-    write_csv(run / "timeline_steps.csv", found["joined"])
+    write_csv(run / "timeline_steps.csv", found.joined)
     timeline.write_chrome_trace(run / "trace.json",
-                                timeline.chrome_trace(steps, found["kernels"], queues, found["iterator"]))
+                                timeline.chrome_trace(steps, found.kernels, queues, found.iterator))
     result = result.completed(peers=peer_readings(run, found))
     write_diagnosis(run, result)
-    log.info("%s: %s %s", found["summary"].arm, result.headline, result.recommendation.sentence)
-    if found["cross"]:
-        log.info("%s", found["cross"].sentence)
+    log.info("%s: %s %s", found.summary.arm, result.headline, result.recommendation.sentence)
+    if found.cross:
+        log.info("%s", found.cross.sentence)
     return result

@@ -10,6 +10,8 @@ perfstudy.measure.intervals), so the host's drift between rounds falls out of it
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pandas as pd
 
@@ -114,7 +116,19 @@ def _answer(diagnosis: dict) -> str:
     return describe(changes, diagnosis) if changes else "keep the setting"
 
 
-def answers(runs: list, margin: float = 0.10) -> list[dict]:
+@dataclass(frozen=True)
+class AcrossRepeats:
+    """One arm's answer over its repeats, set against the run-to-run noise (answers.csv's row)."""
+
+    arm: str
+    repeats: int
+    answers: dict[str, int]  # each answer given, and by how many repeats
+    spread: float  # (max - min) / median of the arm's step across the repeats
+    settled: bool
+    sentence: str
+
+
+def answers(runs: list, margin: float = 0.10) -> list[AcrossRepeats]:
     """Each diagnosed arm's answer over its repeats, set against the run-to-run noise: the
     answers' counts, the step's spread across the repeats, and `settled`: every repeat gave
     the same answer, and an answer that changes a setting measured a gain beyond both the
@@ -148,6 +162,6 @@ def answers(runs: list, margin: float = 0.10) -> list[dict]:
                    f"({pct(spread)}) or the {pct(margin)} margin")
         else:
             why = f"every repeat says {given[0]}"
-        out.append({"arm": arm, "repeats": len(given), "answers": counts, "spread": spread,
-                    "settled": agree and clear, "sentence": f"Across {len(given)} repeats: {why}."})
+        out.append(AcrossRepeats(arm=arm, repeats=len(given), answers=counts, spread=spread,
+                                 settled=agree and clear, sentence=f"Across {len(given)} repeats: {why}."))
     return out

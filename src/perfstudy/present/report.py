@@ -95,19 +95,20 @@ def _figures(arms: list[Arm], table: pd.DataFrame, folder: Path, paths: dict[str
     return figs
 
 
-def _answers_across_repeats(runs: list[Arm], out: Path, paths: dict[str, Path]) -> dict[str, Any]:
+def _answers_across_repeats(runs: list[Arm], out: Path, paths: dict[str, Path]
+                            ) -> dict[str, repeats.AcrossRepeats]:
     """Each arm's answer against run-to-run noise (answers.csv; none with one repeat)."""
-    across = {a["arm"]: a for a in repeats.answers(runs)}
+    across = {a.arm: a for a in repeats.answers(runs)}
     if across:
         paths["answers"] = write_csv(out / "answers.csv", pd.DataFrame(
-            [{"arm": a["arm"], "repeats": a["repeats"], "settled": a["settled"],
-              "step_spread": a["spread"], "sentence": a["sentence"]} for a in across.values()]))
+            [{"arm": a.arm, "repeats": a.repeats, "settled": a.settled,
+              "step_spread": a.spread, "sentence": a.sentence} for a in across.values()]))
     else:  # one repeat: no answers across repeats (none left over from an earlier study)
         (out / "answers.csv").unlink(missing_ok=True)
     return across
 
 
-def _verdicts(arms: list[Arm], across: dict[str, Any], prepared: Remedies
+def _verdicts(arms: list[Arm], across: dict[str, repeats.AcrossRepeats], prepared: Remedies
               ) -> list[tuple[str, str | None]]:
     """One line per arm (and its reasoning a click away), after a warning about unlike machines."""
     baseline = next((a for a in arms if a.name == "baseline"), None)
@@ -122,9 +123,9 @@ def _verdicts(arms: list[Arm], across: dict[str, Any], prepared: Remedies
         line = sentences.verdict_line(arm, baseline)
         if arm.summary.arm in across:
             answer = across[arm.summary.arm]
-            why += " " + answer["sentence"]
-            if not answer["settled"]:
-                line += f" The {answer['repeats']} repeats do not settle it (see why)."
+            why += " " + answer.sentence
+            if not answer.settled:
+                line += f" The {answer.repeats} repeats do not settle it (see why)."
         verdicts.append((line, why))
     return verdicts
 

@@ -7,6 +7,7 @@ import pytest
 from records import edited, make_summary
 
 from perfstudy.decide import diagnosis
+from perfstudy.measure.minddata import HostCpu
 
 
 def ops_frame(usages: list[tuple[str, float, float]], workers: int = 1, keys=None,
@@ -79,7 +80,7 @@ def test_no_culprit_when_queues_are_full():
 
 def test_input_bound_baseline_gets_the_map_and_a_worker_count():
     ops = ops_frame([("Batch", 0.0, 0), ("Map", 0.0, 95), ("ImageFolder", 0.96, 1)])
-    result = diagnosis.diagnose(summary(), steps(1300), ops, {"host_busy_pct": 60.0})
+    result = diagnosis.diagnose(summary(), steps(1300), ops, HostCpu(host_busy_pct=60.0))
     assert result.bound == "input"
     assert result.culprit.label == "Map #1" and result.culprit.agrees_with_queue_rule
     rec = result.recommendation
@@ -92,7 +93,7 @@ def test_input_bound_baseline_gets_the_map_and_a_worker_count():
 
 def test_enough_cores_gives_the_smallest_count_near_the_best():
     ops = ops_frame([("Batch", 0.0, 0), ("Map", 0.0, 95), ("ImageFolder", 0.96, 1)])
-    result = diagnosis.diagnose(summary(cores=16, compute=1000), steps(1000), ops, {"host_busy_pct": 20.0})
+    result = diagnosis.diagnose(summary(cores=16, compute=1000), steps(1000), ops, HostCpu(host_busy_pct=20.0))
     # the map's 3900 ms per batch over w workers meets the network's 1000 ms at w = 4
     assert result.recommendation.workers == 4
     assert "pipeline.num_parallel_workers=4" in result.recommendation.sentence
@@ -103,7 +104,7 @@ def test_saturated_cpu_says_no_worker_setting_helps_and_what_would():
                     operations="RandomCropDecodeResize, Normalize")
     s = summary(gap_share=0.12, steady=2500, cpu_floor=2400, binding="cpu", workers=2,
                 pipeline_wall=1900, compute=700)
-    result = diagnosis.diagnose(s, steps(2200), ops, {"host_busy_pct": 97.0})
+    result = diagnosis.diagnose(s, steps(2200), ops, HostCpu(host_busy_pct=97.0))
     assert result.bound == "cpu"
     rec = result.recommendation
     assert rec.action == "cannot_help" and rec.culprit_kind == "decode"
@@ -125,7 +126,7 @@ def test_cpu_bound_names_the_operator_whose_setting_moves_the_step():
                     operations="RandomCropDecodeResize, Normalize")
     s = summary(gap_share=0.039, steady=2640, cpu_floor=2600, binding="cpu", workers=2,
                 pipeline_wall=2200, compute=700)
-    result = diagnosis.diagnose(s, steps(2400), ops, {"host_busy_pct": 97.0})
+    result = diagnosis.diagnose(s, steps(2400), ops, HostCpu(host_busy_pct=97.0))
     rec = result.recommendation
     assert result.bound == "cpu" and rec.action == "none"
     assert result.culprit.label == "Map #1" and rec.culprit_kind == "decode"
@@ -144,7 +145,7 @@ def test_cpu_bound_by_the_network_names_no_operator(map_cpu_pct):
                     operations="Rescale, HWC2CHW")
     s = summary(gap_share=0.01, steady=2500, cpu_floor=2450, binding="cpu", workers=2,
                 pipeline_wall=300, compute=2300)
-    result = diagnosis.diagnose(s, steps(2450), ops, {"host_busy_pct": 97.0})
+    result = diagnosis.diagnose(s, steps(2450), ops, HostCpu(host_busy_pct=97.0))
     assert result.bound == "cpu" and result.advisor.now_binding == "cpu"
     assert result.culprit is None and result.recommendation.culprit_swing is None
     assert "moves" not in result.headline
@@ -156,7 +157,7 @@ def test_a_busy_host_does_not_decide_when_a_setting_would_help():
                     keys={1: "pipeline.extra_transform_workers", 2: "pipeline.num_parallel_workers"})
     s = summary(gap_share=0.3, steady=400, cpu_floor=190, binding="input", workers=1,
                 pipeline_wall=400, compute=100)
-    result = diagnosis.diagnose(s, steps(100), ops, {"host_busy_pct": 94.0})
+    result = diagnosis.diagnose(s, steps(100), ops, HostCpu(host_busy_pct=94.0))
     rec = result.recommendation
     assert result.culprit.op_id == 1 and rec.culprit_kind == "waits"
     assert rec.action == "set_workers" and rec.changes == {"pipeline.extra_transform_workers": 2}
@@ -167,7 +168,7 @@ def test_not_input_bound_has_no_culprit_even_with_an_empty_map_queue():
     # Tuned runs: the batch op pulls rows eagerly, so the map's queue is empty though nobody waits.
     ops = ops_frame([("Batch", 0.5, 0), ("Map", 0.0, 90), ("ImageFolder", 0.96, 1)])
     result = diagnosis.diagnose(summary(gap_share=0.01, steady=2000, cpu_floor=1500, pipeline_wall=1850,
-                                        compute=1980, cores=8), steps(1980), ops, {"host_busy_pct": 70.0})
+                                        compute=1980, cores=8), steps(1980), ops, HostCpu(host_busy_pct=70.0))
     assert result.culprit is None
     assert result.bound == "compute"
     assert result.recommendation.action == "none"

@@ -63,7 +63,7 @@ def test_queue_series_is_tidy_and_on_the_host_clock(run):
     inside = queues[(queues["time_s"] >= start) & (queues["time_s"] <= end)]
     assert len(inside) > 0.8 * len(queues)  # sampling times map onto the steps' clock
     host = minddata.host_cpu(profile, window(run))
-    assert host["cores"] == 2 and 0 < host["host_busy_pct"] <= 100
+    assert host.cores == 2 and 0 < host.host_busy_pct <= 100
 
 
 @pytest.mark.parametrize("run", ["baseline", "tuned"], indirect=True)

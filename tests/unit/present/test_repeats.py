@@ -106,29 +106,29 @@ def test_an_answer_is_settled_only_when_every_repeat_gives_it_beyond_the_noise(t
     for run in runs:
         _answer_in(run, {"pipeline.num_parallel_workers": 2}, 0.35)
     (settled,) = repeats.answers(runs)
-    assert settled["settled"] and settled["answers"] == {"set pipeline.num_parallel_workers=2": 3}
-    assert settled["sentence"] == "Across 3 repeats: every repeat says set pipeline.num_parallel_workers=2."
+    assert settled.settled and settled.answers == {"set pipeline.num_parallel_workers=2": 3}
+    assert settled.sentence == "Across 3 repeats: every repeat says set pipeline.num_parallel_workers=2."
 
     runs = _runs(tmp_path / "b", steady, analysed)
     _answer_in(runs[0], {}, None)  # one repeat keeps the setting: the repeats disagree
     for run in runs[1:]:
         _answer_in(run, {"pipeline.num_parallel_workers": 2}, 0.12)
     (split,) = repeats.answers(runs)
-    assert not split["settled"] and "the repeats disagree (keep the setting: 1 of 3;" in split["sentence"]
-    assert "agrees on" not in split["sentence"]
+    assert not split.settled and "the repeats disagree (keep the setting: 1 of 3;" in split.sentence
+    assert "agrees on" not in split.sentence
     runs = _runs(tmp_path / "b2", steady, analysed)  # two answers that share the culprit's change
     _answer_in(runs[0], {"pipeline.num_parallel_workers": 2, "pipeline.reader_workers": 2}, 0.3)
     for run in runs[1:]:
         _answer_in(run, {"pipeline.num_parallel_workers": 2}, 0.3)
     (shared,) = repeats.answers(runs)
-    assert not shared["settled"]
-    assert "every repeat agrees on set pipeline.num_parallel_workers=2, the rest is not settled" in shared["sentence"]
+    assert not shared.settled
+    assert "every repeat agrees on set pipeline.num_parallel_workers=2, the rest is not settled" in shared.sentence
 
     runs = _runs(tmp_path / "c", {"baseline": 3000.0, "baseline.r2": 4400.0}, analysed)  # 38 % apart
     for run in runs:
         _answer_in(run, {"pipeline.num_parallel_workers": 2}, 0.20)
     (noisy,) = repeats.answers(runs)
-    assert not noisy["settled"] and "inside the step's run-to-run spread (38 %)" in noisy["sentence"]
+    assert not noisy.settled and "inside the step's run-to-run spread (38 %)" in noisy.sentence
 
     paths = render_report("s", runs, tmp_path / "report")
     assert "The 2 repeats do not settle it (see why)." in paths["md"].read_text()
