@@ -36,6 +36,18 @@ def _no_inherited_tracking(monkeypatch):
         monkeypatch.delenv(key, raising=False)
 
 
+@pytest.fixture
+def mlflow_study(tmp_path):
+    """A SQLite MLflow store under tmp_path holding study `s`'s experiment and its parent run
+    (instance `i1`), as track_init makes them: (uri, client, experiment id, parent run id)."""
+    from perfstudy.present import mlflow_store
+
+    uri = mlflow_store.default_uri(tmp_path)
+    client = mlflow_store.client_for(uri)
+    exp = mlflow_store.ensure_experiment(client, "perfstudy/s", uri)
+    return uri, client, exp, mlflow_store.ensure_study_run(client, exp, "s", "i1", {})
+
+
 @pytest.fixture(scope="session")
 def smoke_dataset(tmp_path_factory):
     """A tiny generated ImageFolder (16 JPEGs, 2 classes) shared by the tests."""

@@ -17,6 +17,8 @@ import sys
 import tempfile
 import time
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 PG_USER = "perfstudy"  # the database role (not a system account)
@@ -146,3 +148,17 @@ class MlflowServer:
                 time.sleep(0.2)
             except OSError:
                 return
+
+
+@contextmanager
+def mlflow_on_postgres(folder: Path, start: bool = True) -> Iterator[MlflowServer]:
+    """A throwaway PostgreSQL cluster behind an `mlflow server` (artifacts and log under
+    `folder`), started unless `start` is False (the test starts and stops it), both stopped
+    after."""
+    database = Postgres().start()
+    server = MlflowServer(database.url, folder / "artifacts", folder / "server.log")
+    try:
+        yield server.start() if start else server
+    finally:
+        server.stop()
+        database.stop()

@@ -17,7 +17,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from conftest import REPO, SNAKEMAKE, env_without_mlflow, gate_overrides
-from servers import MlflowServer, Postgres
+from servers import mlflow_on_postgres
 from slurm_cluster import SlurmCluster
 
 # One cluster per machine (fixed ports): every SLURM test on one xdist worker, one at a time; the
@@ -45,14 +45,9 @@ def out(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def server(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("server")
-    database = Postgres().start()
-    mlflow_server = MlflowServer(database.url, folder / "artifacts", folder / "server.log").start()
-    try:
+    """The PostgreSQL-backed MLflow server (started)."""
+    with mlflow_on_postgres(tmp_path_factory.mktemp("server"), start=True) as mlflow_server:
         yield mlflow_server
-    finally:
-        mlflow_server.stop()
-        database.stop()
 
 
 def _command(out: Path, *extra: str) -> list[str]:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO, SNAKEMAKE, env_without_mlflow, gate_overrides
-from servers import MlflowServer, Postgres
+from servers import mlflow_on_postgres
 
 pytestmark = pytest.mark.slow
 STUDY = "seed_case"
@@ -22,14 +22,9 @@ STUDY = "seed_case"
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("server")
-    database = Postgres().start()
-    mlflow_server = MlflowServer(database.url, folder / "artifacts", folder / "server.log")
-    try:
+    """The PostgreSQL-backed MLflow server (each test starts it, takes it down, brings it back)."""
+    with mlflow_on_postgres(tmp_path_factory.mktemp("server"), start=False) as mlflow_server:
         yield mlflow_server
-    finally:
-        mlflow_server.stop()
-        database.stop()
 
 
 def _study(out: Path, uri: str, *extra: str) -> subprocess.CompletedProcess:

@@ -11,7 +11,7 @@ from test_tracking import _fake_arm
 from perfstudy.common.config import compose_run_config
 from perfstudy.common.io import write_json
 from perfstudy.measure.steptrace import StepTimes
-from perfstudy.present import live, mlflow_store, tracking
+from perfstudy.present import live, tracking
 
 
 def _cfg(tmp_path, *extra):
@@ -21,12 +21,10 @@ def _cfg(tmp_path, *extra):
 
 
 @pytest.fixture
-def study(tmp_path):
-    """The study's store, experiment and parent run, and the ids file track_init writes."""
-    uri = mlflow_store.default_uri(tmp_path)
-    client = mlflow_store.client_for(uri)
-    exp = mlflow_store.ensure_experiment(client, "perfstudy/s", uri)
-    parent = mlflow_store.ensure_study_run(client, exp, "s", "i1", {})
+def study(tmp_path, mlflow_study):
+    """The study's store, experiment and parent run (conftest.mlflow_study), and the ids file
+    track_init writes."""
+    uri, client, exp, parent = mlflow_study
     run_dir = tmp_path / "runs" / "s" / "baseline"
     run_dir.mkdir(parents=True)
     write_json(run_dir.parent / live.STUDY_IDS, {

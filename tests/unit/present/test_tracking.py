@@ -53,12 +53,9 @@ def _log(client, exp, parent, run_dir, steps, summary):
 
 
 @pytest.fixture
-def store(tmp_path):
-    uri = mlflow_store.default_uri(tmp_path)
-    client = mlflow_store.client_for(uri)
-    exp = mlflow_store.ensure_experiment(client, "perfstudy/s", uri)
-    parent = mlflow_store.ensure_study_run(client, exp, "s", "i1", {})
-    return client, exp, parent
+def store(mlflow_study):
+    """The study's store (conftest.mlflow_study) as these tests use it: client, experiment, parent."""
+    return mlflow_study[1:]
 
 
 def _active_arm_runs(client, exp):
