@@ -1,2 +1,4 @@
-"""What a run's numbers mean: the what-if model (advisor), the one answer per arm (decision),
-its evidence (diagnosis, analysis), remedies, the scenario benchmark's score, claims."""
+"""What a run's numbers mean, one module per question: the what-if model (whatif) and its advice
+(advisor), the window's validity, the one answer per arm (decision) and its evidence (diagnosis),
+remedies and their proof, the verification's verdict (verify), the peer tools, the diagnosis
+benchmark's score (scenarios), the claims and their scorecard."""

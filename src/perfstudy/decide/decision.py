@@ -55,7 +55,7 @@ class ModelAnswer:
 class Recommendation:
     """One answer per arm: the verdict, the culprit, the setting and its predicted step."""
 
-    validity: Validity = doc("is the measured window a steady state (decision.validity)")
+    validity: Validity = doc("is the measured window a steady state (perfstudy.decide.validity)")
     measured_step_ms: float = doc("the run's steady step")
     predicted_now_ms: float = doc("the model's step at the run's own setting")
     source: str = doc("what the model was built from: profile | calibration")

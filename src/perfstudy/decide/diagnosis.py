@@ -268,7 +268,7 @@ def diagnose(summary: RunSummary, steps: pd.DataFrame, ops: pd.DataFrame | None 
         cross: the op timeline's cross-check of the host timers.
 
     Returns:
-        The Diagnosis (the analysis adds the profiled window and the peers' readings).
+        The Diagnosis (perfstudy.orchestrate.analyze adds the profiled window and the peers' readings).
     """
     host = host or HostCpu()
     band = input_bound_band(summary.gap_share)

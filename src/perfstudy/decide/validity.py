@@ -19,7 +19,7 @@ from perfstudy.run.summary import RunSummary
 
 @dataclass(frozen=True)
 class Validity:
-    """Is the measured window a steady state (perfstudy.decide.decision.validity)?"""
+    """Is the measured window a steady state (`validity`)?"""
 
     steady: bool = doc("a verdict may be issued on this window")
     steady_vs_floor: float | None = doc("the steady step / the floor it is judged by", default=None)
