@@ -21,7 +21,9 @@ def test_scenarios_are_diagnosed_swept_scored_and_tracked(tmp_path):
 
     result = subprocess.run(
         [SNAKEMAKE, "-s", str(REPO / "Snakefile"), "-d", str(tmp_path), "--cores", "2", "--config",
-         f"results={tmp_path}", "study=scenarios", "overrides=[size=smoke]",
+         # verify.budget_base_min_s=0: the verification's rounds sized by the smoke training itself
+         # (the study's 300 s floor is for real trainings; it made this test 10 minutes long)
+         f"results={tmp_path}", "study=scenarios", "overrides=[size=smoke,verify.budget_base_min_s=0]",
          "studies={scenarios: {select: [python_cpu, slow_reader], "
          "scenarios: {python_cpu: {values: [1, 2]}, slow_reader: {values: [1, 2]}}}}"],
         cwd=tmp_path, capture_output=True, text=True, timeout=1500, env=env_without_mlflow())
