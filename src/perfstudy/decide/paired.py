@@ -6,11 +6,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-
 from perfstudy.common.thresholds import GAIN_THAT_MATTERS
 from perfstudy.decide.whatif import canonical
 from perfstudy.measure import rounds as rounds_mod
+from perfstudy.measure.intervals import RatioInterval, pooled
 
 
 @dataclass(frozen=True)
@@ -24,9 +23,25 @@ class Paired:
     rounds: int  # the interleaved rounds (basis "paired") or the window's batches ("batches")
     level: float
     basis: str = "paired"  # or "batches": one window's batch means (perfstudy.measure.intervals)
+    runs: int = 1  # the runs (processes) whose rounds were pooled
+    between_sd_log: float = 0.0  # their spread beyond their rounds' noise (0: they agree)
 
     def __float__(self) -> float:
         return self.value
+
+    def as_interval(self) -> RatioInterval:
+        """The ratio and its interval as the rounds gave them (for pooling)."""
+        return RatioInterval(self.rounds, self.value, self.low, self.high, self.level, float("nan"))
+
+
+def pool(parts: list[Paired]) -> Paired:
+    """Several runs' paired ratios of one pair of settings as one estimate: their rounds pooled,
+    the spread between the runs a variance component (perfstudy.measure.intervals.pooled), never
+    the union of their intervals."""
+    found = pooled([p.as_interval() for p in parts])
+    i = found.interval
+    return Paired(i.ratio, i.low, i.high, i.rounds, i.level, parts[0].basis, found.runs,
+                  found.between_sd_log)
 
 
 def _only_settings_differ(a, b) -> bool:
@@ -43,10 +58,10 @@ def paired_speedup(arm, against) -> tuple[Paired, str] | None:
     windows ran minutes apart, and the host drifts between them (+16 % on one arm's setting
     within a run, docs/measurement.md); None where neither run measured the other.
 
-    Two runs that measured the pair each give a within-run interval, and two processes differ
-    by more than either says (1.51x, 1.48-1.53 against 1.41x, 1.34-1.49 in one make run): the
-    interval returned is then the union of theirs, so a claim holds only where every run's
-    interval meets its bound and fails only where none of them does."""
+    Two runs that measured the pair each give a within-run estimate, and two processes can
+    differ by more than either says (1.51x, 1.48-1.53 against 1.41x, 1.34-1.49 in one make
+    run): the two are pooled (`pool`: their rounds together, the spread between the runs a
+    variance component), so agreeing runs narrow the interval and disagreeing ones widen it."""
     if not _only_settings_differ(arm, against):
         return None
     found: list[tuple[Paired, str]] = []
@@ -67,16 +82,14 @@ def paired_speedup(arm, against) -> tuple[Paired, str] | None:
         (one, name), = found
         return one, (f"paired by round in {name}'s verification ({one.rounds} interleaved rounds: "
                      f"{(against if name == arm.name else arm).name}'s settings beside {name}'s)")
-    values = [p.value for p, _ in found]
-    both = Paired(float(np.exp(np.mean(np.log(values)))), min(p.low for p, _ in found),
-                  max(p.high for p, _ in found), sum(p.rounds for p, _ in found), found[0][0].level)
+    both = pool([p for p, _ in found])
     each = "; ".join(f"{name}'s {p.value:.2f}x ({p.low:.2f}-{p.high:.2f}, {p.rounds} rounds)"
                      for p, name in found)
-    agree = all(p.low <= q.value <= p.high for p, _ in found for q, _ in found)
     return both, (f"paired by round in {len(found)} runs' verifications, each measuring both "
-                  f"settings: {each}; the interval is their union ("
-                  + ("each run's value inside the other's interval" if agree else
-                     "the runs differ by more than their own intervals: between-run noise") + ")")
+                  f"settings: {each}; pooled over their {both.rounds} rounds ("
+                  + ("the runs agree within their rounds' noise" if both.between_sd_log == 0 else
+                     f"the runs differ by more than their rounds' noise: a between-run spread of "
+                     f"{both.between_sd_log:.0%} widens the interval") + ")")
 
 
 def prediction_error(relative: float, value: float, low: float, high: float) -> list[float]:

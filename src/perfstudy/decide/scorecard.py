@@ -22,7 +22,7 @@ from perfstudy.common.thresholds import fmt, pct
 from perfstudy.decide import remedy_proof
 from perfstudy.decide.arms import Arm
 from perfstudy.decide.claims import METRICS, Claim, ClaimsFile, Unmeasured, allowed_speedup, floor_name
-from perfstudy.decide.paired import Paired
+from perfstudy.decide.paired import Paired, pool
 from perfstudy.measure.intervals import median_interval
 
 FILE = "scorecard.json"
@@ -184,6 +184,10 @@ def judge(claim: Claim, values: list[Any], kind: str) -> Judgement:
     n = len(values)
     if n == 1 and isinstance(values[0], Paired):
         return _judge_paired(claim, values[0], kind)
+    if kind == "times" and all(isinstance(v, Paired) and v.basis == "paired" for v in values):
+        # ratios each repeat measured in its own rounds: one estimate over all their rounds
+        return replace(_judge_paired(claim, pool(values), kind), repeats=n,
+                       values=[v.value for v in values])
     values = [float(v) if isinstance(v, Paired) else v for v in values]
     if n == 1:
         passed = claim.passes(values[0])
@@ -215,8 +219,13 @@ def _judge_paired(claim: Claim, found: Paired, kind: str) -> Judgement:
     ends = sum(claim.passes(v) for v in (found.low, found.high))
     result = {2: "holds", 0: "does not hold"}.get(ends, "inconclusive")
     unit = "rounds" if found.basis == "paired" else "batches"
-    how = (f"paired {pct(found.level)} over {found.rounds} interleaved rounds" if found.basis == "paired"
-           else f"batch means {pct(found.level)} over {found.rounds} batches of the window's steps")
+    how = (f"batch means {pct(found.level)} over {found.rounds} batches of the window's steps"
+           if found.basis != "paired" else
+           f"paired {pct(found.level)} over {found.rounds} interleaved rounds" if found.runs == 1 else
+           f"paired {pct(found.level)} over {found.rounds} interleaved rounds of {found.runs} runs, "
+           "pooled (random effects)")
+    if found.runs > 1:
+        unit += f" of {found.runs} runs"
     return Judgement(measured=found.value, interval=[found.low, found.high], interval_kind=how,
                      measured_text=f"{fmt(found.value, kind)} ({fmt(found.low, kind)}-{fmt(found.high, kind)}, "
                                    f"{pct(found.level)}, {found.rounds} {unit})",
@@ -278,7 +287,7 @@ def headline(results: list[ClaimResult], arms: list[Arm]) -> str:
         text += f"; {'these do' if len(missed) > 1 else 'this does'} not: {', '.join(missed)}"
     unsure = [f"{r.id} ({r.measured_text}, {r.check})" for r in results if r.result == "inconclusive"]
     if unsure:
-        text += f"; inconclusive over the repeats: {', '.join(unsure)}"
+        text += f"; inconclusive{' over the repeats' if repeats > 1 else ''}: {', '.join(unsure)}"
     unscored = sum(r.result == "not scored" for r in results)
     if unscored:
         text += f"; {unscored} not scored"

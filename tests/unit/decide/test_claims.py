@@ -256,21 +256,33 @@ def test_a_speedup_between_arms_that_differ_only_in_settings_is_read_paired_by_r
     # noisy rounds straddling the bound: inconclusive, not "holds" on a point
     noisy = rounds([1.45, 0.85, 1.30, 0.90])
     arms[1] = Arm("tuned", tuned_set, 3338.0, noisy)
-    assert scorecard.score(spec, arms).claims[0].result == "inconclusive"
+    card = scorecard.score(spec, arms)
+    assert card.claims[0].result == "inconclusive"
+    assert "; inconclusive: fast (" in card.headline and "over the repeats" not in card.headline  # one run
     # the baseline's own rounds measured the tuned setting: read inverted
     arms = [Arm("baseline", base_set, 3680.0, verify.verdict(make_verification(
         [(base_set, 4500.0), (tuned_set, 3300.0)],
         [[4400.0, 4300.0, 4500.0], [3150.0, 3070.0, 3210.0]]))), Arm("tuned", tuned_set, 3338.0)]
     got = scorecard.score(spec, arms).claims[0]
     assert got.measured == pytest.approx(4400 / 3143, rel=0.02) and "baseline's verification" in got.detail
-    # both runs measured the pair (1.40x and 1.41x, two processes): the union of their
-    # intervals, so the claim holds only where each run's interval meets the bound
+    # both runs measured the pair (1.40x and 1.41x, two processes): one estimate over their 7
+    # rounds, the spread between the runs a variance component; never the union of intervals
+    baseline_alone = scorecard.score(spec, arms).claims[0]  # the baseline's 3 rounds
+    tuned_alone = scorecard.score(spec, [Arm("baseline", base_set, 3680.0),
+                                         Arm("tuned", tuned_set, 3338.0, quiet)]).claims[0]
     arms[1] = Arm("tuned", tuned_set, 3338.0, quiet)
     got = scorecard.score(spec, arms).claims[0]
-    assert "2 runs' verifications" in got.detail and got.result == "holds"
-    assert got.interval[0] == pytest.approx(min(4400 / 3210, 1.39), abs=0.03)
-    strict = replace(spec, claims=[replace(spec.claims[0], at_least=1.405)])  # inside the tuned
-    assert scorecard.score(strict, arms).claims[0].result == "inconclusive"  # run's interval: not every run meets it
+    assert "2 runs' verifications" in got.detail and "pooled over their 7 rounds" in got.detail
+    assert got.result == "holds" and "of 2 runs, pooled" in got.interval_kind
+    assert got.interval[0] == pytest.approx(1.39, abs=0.03)
+    # narrower than the noisier run's own interval and than the union of the two: the rounds of
+    # both runs are evidence on one ratio (a union could only widen what either run said)
+    width = got.interval[1] - got.interval[0]
+    assert width < tuned_alone.interval[1] - tuned_alone.interval[0]
+    assert width < (max(tuned_alone.interval[1], baseline_alone.interval[1])
+                    - min(tuned_alone.interval[0], baseline_alone.interval[0]))
+    strict = replace(spec, claims=[replace(spec.claims[0], at_least=1.405)])  # inside the pooled
+    assert scorecard.score(strict, arms).claims[0].result == "inconclusive"  # interval: undecided
     # other data: not the same arm at another setting, so the windows, said unpaired
     arms[1].summary = make_summary(arm="tuned", run="tuned", steady_step_ms=3338.0,
                                    operator_settings=tuned_set, dataset_sha256="other")
@@ -462,3 +474,15 @@ def test_a_share_of_one_window_is_judged_on_its_batch_means_interval():
     assert got.result == "holds" and got.interval[1] < 0.05
     short = Arm("tuned", bursty[:6], steps[:6])  # too few steps for batches: the point, as before
     assert scorecard.score(spec, [short]).claims[0].interval is None
+
+
+def test_a_ratio_each_repeat_measured_in_its_rounds_is_pooled_over_the_repeats():
+    """Two repeats whose rounds read 1.39x (1.04-1.85) and 1.33x (1.07-1.65): one estimate over
+    their 6 rounds (it holds at 1.05x), where the union of the two intervals could not decide."""
+    from perfstudy.decide.paired import Paired
+
+    claim = Claim(id="fast", claim="x", metric="speedup", arm="tuned", against="baseline", at_least=1.05)
+    got = scorecard.judge(claim, [Paired(1.39, 1.04, 1.85, 3, 0.95), Paired(1.33, 1.07, 1.65, 3, 0.95)],
+                          "times")
+    assert got.result == "holds" and got.repeats == 2 and got.values == [1.39, 1.33]
+    assert "6 interleaved rounds of 2 runs, pooled" in got.interval_kind and got.interval[0] > 1.05
