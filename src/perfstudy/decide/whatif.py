@@ -222,7 +222,9 @@ def probed_fields(points: list[ProbePoint], gil: GilPoint | None = None) -> dict
     one = min(points, key=lambda p: (p.multiprocessing, p.workers))
     measured = gil_share(gil, one.wall_ms_per_batch)  # of the paired run alone, timed next to it
     busy = min(1.0, one.cpu_ms_per_batch / max(one.wall_ms_per_batch, 1e-9))
-    share = measured if measured is not None else (1.0 if busy >= COMPUTES else 0.0)
+    # holding the GIL is running Python, so no more of its time than it spends on a core: a
+    # waiting operator's GIL reading beside a holder on a busy host is the host's noise
+    share = min(measured, busy) if measured is not None else (1.0 if busy >= COMPUTES else 0.0)
     return {"kind": "probed", "points": points, "busy_per_worker": busy, "gil_share": share,
             "gil_measured": measured is not None, "holds_gil": share > 0}
 
@@ -273,7 +275,9 @@ def stage_ms(stage: Stage, workers: int, processes: bool, cores: int) -> tuple[f
     if stage.kind == "probed":
         mode = [p for p in stage.points if p.multiprocessing == processes] or stage.points
         point = min(mode, key=lambda p: (abs(p.workers - workers), -p.workers))
-        return point.wall_ms_per_batch, point.cpu_ms_per_batch
+        # a count the probe could not measure: its workers split the nearest point's batches
+        # (the cores they share are the CPU floor's business, in predict)
+        return point.wall_ms_per_batch * point.workers / workers, point.cpu_ms_per_batch
     cpu = stage.cpu_ms_per_batch * stage.anchor
     if stage.kind == "computes":
         return cpu / workers, cpu

@@ -147,6 +147,44 @@ def test_a_mixed_maps_measured_gil_share_lets_its_thread_workers_scale():
     assert whatif.predict(flagged, {"pipeline.workers.map_2": 2}).binding == "gil"
 
 
+def _waiting_map_summary(gil_ms: float, points: list[dict]) -> tuple[dict, pd.DataFrame]:
+    """A Python map that sleeps 600 ms per row, batch 4 (tests/unit/run/test_profiled_run.py):
+    2400 ms per batch at 1 worker on 2.5 ms of CPU; the network 1200 ms (a busy host)."""
+    key = "pipeline.extra_transform_workers"
+    summary = _summary(cores=2, pipe_wall=2400.0, net_wall=1200.0, net_cpu=1300.0, steady=2400.0)
+    summary["calibration"]["operators"] = [{
+        "config_key": key, "operation": "perfstudy.run.transforms:Sleep", "per_batch": False,
+        "workers_now": 1, "multiprocessing_now": False, "points": points,
+        "gil": {"gil_ms_per_batch": gil_ms, "free": 0.5, "wall_ms_per_batch_beside": 2400 + gil_ms,
+                "wall_ms_per_batch_alone": 2400.0, "rounds": 3}}]
+    return summary, _ops(1.0, 1.0).assign(config_key=[None, key, None])
+
+
+SLEEP_POINTS = [
+    {"workers": 1, "multiprocessing": False, "wall_ms_per_batch": 2400.0, "cpu_ms_per_batch": 2.5},
+    {"workers": 2, "multiprocessing": False, "wall_ms_per_batch": 1200.0, "cpu_ms_per_batch": 2.5},
+    {"workers": 1, "multiprocessing": True, "wall_ms_per_batch": 2405.0, "cpu_ms_per_batch": 7.5},
+    {"workers": 2, "multiprocessing": True, "wall_ms_per_batch": 1202.0, "cpu_ms_per_batch": 2.5}]
+
+
+def test_a_waiting_maps_gil_share_is_no_more_than_its_time_on_a_core():
+    # beside a GIL holder on a busy host the sleep read 2000 ms slower: noise, not the GIL (a
+    # sleeping thread holds no GIL); its share is capped at its 0.1 % of a core, so 2 thread
+    # workers halve it (CI read "no setting helps" once from such a reading)
+    advice = advisor.advise(*_typed(*_waiting_map_summary(2000.0, SLEEP_POINTS)))
+    assert advice.stages[0].gil_share == pytest.approx(2.5 / 2400.0)
+    assert whatif.predict(advice, {"pipeline.extra_transform_workers": 2}).step_ms == pytest.approx(1200.0, rel=0.01)
+    assert advice.pick["pipeline.extra_transform_workers"] == 2
+
+
+def test_a_worker_count_the_probe_could_not_measure_splits_the_nearest_points_batches():
+    # the 2-worker points failed (a timeout, an unpicklable transform): 1 thread measured alone
+    advice = advisor.advise(*_typed(*_waiting_map_summary(10.0, SLEEP_POINTS[:1])))
+    two = whatif.predict(advice, {"pipeline.extra_transform_workers": 2})
+    assert two.slowest_stage_ms == pytest.approx(1200.0)
+    assert advice.pick["pipeline.extra_transform_workers"] == 2
+
+
 def test_the_gil_pairs_run_alone_is_a_second_sample_of_the_one_thread_point():
     summary, ops = _mixed_map_summary(gil_ms=100.0, steady=3800.0)
     summary["calibration"]["operators"][0]["gil"]["wall_ms_per_batch_alone"] = 4000.0

@@ -30,7 +30,8 @@ def test_a_slow_python_transform_is_named_as_the_culprit(tmp_path, smoke_dataset
     assert culprit["operations"] == ["Sleep"], culprit
     assert culprit["label"].startswith("Map #2 [Sleep]")
     assert culprit["cpu_pct_per_worker"] < 50  # it waits, it does not compute
-    assert diagnosis["recommendation"]["action"] == "set_workers"
+    assert diagnosis["recommendation"]["action"] == "set_workers", (
+        diagnosis["recommendation"]["sentence"], json.loads((run_dir / "summary.json").read_text())["calibration"])
     assert "Map #2 [Sleep]" in diagnosis["recommendation"]["sentence"]
     ops = pd.read_csv(run_dir / "pipeline_ops.csv").set_index("op_id")
     assert ops.loc[3, "queue_usage"] > 0.5  # the decode map's output piles up before it
