@@ -242,8 +242,9 @@ class VerifyConfig:
     the training measures the run's own setting and the model's best `candidates` settings in
     interleaved rounds (each round visits every setting once, in a random order; each visit a
     window on a freshly built pipeline); each candidate's step over the own setting's, paired
-    by round, gets a 95 % interval, and only an interval wholly beyond a 10 % gain changes
-    the recommendation (perfstudy.measure.rounds, perfstudy.decide.verify)."""
+    by round, gets a 95 % interval, and only a gain estimated at 10 % or more whose interval
+    is wholly beyond 5 % changes the recommendation (perfstudy.measure.decision_rules,
+    perfstudy.measure.rounds, perfstudy.decide.verify)."""
 
     candidates: int = 2  # settings verified beside the run's own (0: no verification)
     warmup_steps: int = 0  # steps dropped after a window's step 0 (the graphs are warm)

@@ -36,6 +36,7 @@ from perfstudy.decide.remedies import PreparedPrediction, prepared_prediction, r
 from perfstudy.decide.validity import Validity, validity
 from perfstudy.decide.verify import FEW_ROUNDS, HELPS, INCONCLUSIVE, Checked, protocol_words, verdict
 from perfstudy.decide.whatif import COMPUTES, Prediction, Stage, canonical, predict, stage_ms
+from perfstudy.measure.decision_rules import CHOSEN
 from perfstudy.run.settings import DECODE_OPS, MP, Settings
 from perfstudy.run.summary import RunSummary
 
@@ -293,7 +294,7 @@ def _measured_gain(measured: Recommendation, checked: Checked, advice: Advice) -
     gain, low, high = comp.interval.gain()
     sentence = (f"Set {describe_changes(changes, advice)}: measured {comp.words()} the current "
                 f"setting's step, a gain of {pct(gain)} ({pct(low)} to {pct(high)}; a change "
-                f"must clear {pct(checked.margin)} over the whole interval), "
+                f"needs {CHOSEN.bar_words(checked.margin)}), "
                 f"{chosen.measured_ms:.0f} against {own.measured_ms:.0f} ms; predicted "
                 f"{chosen.predicted_ms:.0f} ms ({pct(chosen.error, signed=True)}); "
                 f"{protocol_words(checked)}")
@@ -312,8 +313,9 @@ def _inconclusive_words(checked: Checked, readings: str) -> str:
     open_ = checked.open_candidate()
     needed = open_.comparison.rounds_needed if open_ else None
     return (f"Inconclusive (measured): {readings}; "
-            + (f"{open_.label}'s interval holds both a gain of {pct(checked.margin)} and "
-               "less" if open_ else "no candidate paired with the current setting")
+            + (f"{open_.label} shows neither {CHOSEN.bar_words(checked.margin)} nor an "
+               f"interval short of a {pct(checked.margin)} gain" if open_
+               else "no candidate paired with the current setting")
             + f", so the setting is kept ({protocol_words(checked)}). "
             + (f"More rounds decide it (about {needed} in all): raise verify.max_rounds and "
                "verify.stretch_share" if needed and needed <= FEW_ROUNDS else

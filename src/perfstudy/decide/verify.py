@@ -10,10 +10,11 @@ verdict: what the interleaved rounds decide. Every round measured every setting 
 random order; per candidate, the per-round ratio of its step to the own setting's gives a 95 %
 interval (perfstudy.measure.intervals, paired by round), and against a gain that matters
 (GAIN_THAT_MATTERS, 10 %):
-* helps: some candidate's whole interval is beyond a 10 % gain; among those whose ratio is
+* helps: some candidate is faster by the chosen rule (perfstudy.measure.decision_rules: a gain
+  estimated at 10 % or more, its whole interval beyond 5 %); among those whose ratio is
   within 10 % of the fastest's, the cheapest (fewest changes, workers, processes) is chosen;
 * no gain: every candidate's whole interval is short of a 10 % gain (each is equivalent,
-  slower, or faster by less than what matters);
+  slower, or faster by less than what matters), or it cannot beat the chosen one by 10 %;
 * inconclusive: otherwise; the setting is kept, and the answer says how many rounds would
   decide it.
 Every setting's predicted step is set against its measured one (the model's error, by the kind
@@ -64,7 +65,7 @@ class Checked:
     settings: list[MeasuredSetting] = doc("every planned setting, measured")
     rounds: int = doc("rounds run")
     stopped: str = doc("decided | max_rounds | budget")
-    margin: float = doc("the gain that matters (an interval must clear it)")
+    margin: float = doc("the gain that matters (the chosen rule's step)")
     level: float = doc("the intervals' coverage")
     dropped: list[str] = doc("why each dropped window was measured again")
     disturbed_kept: int = doc("windows kept although disturbed (their second reading)")

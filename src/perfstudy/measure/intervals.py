@@ -9,13 +9,18 @@ are fast), so they are never the unit here: a window contributes one number, its
 
 Over n rounds the mean log ratio has a Student-t interval (n - 1 degrees of freedom). The
 outcome is decided against a margin m (a gain that matters, 10 %), in the ratio's own terms
-(r = candidate step / reference step; a gain g means r = 1 / (1 + g)):
-    faster        the whole interval below 1 / (1 + m)   (gains of at least m, all of them)
-    slower        the whole interval above 1 + m
+(r = candidate step / reference step; a gain g means r = 1 / (1 + g)), by the rule its
+calibration chose (perfstudy.measure.decision_rules.CHOSEN, "half" at 95 %):
+    faster        the estimate below 1 / (1 + m) and the whole interval below 1 / (1 + m/2)
+                  (a gain of at least m/2 for sure, estimated at m or more)
+    slower        mirrored: the estimate above 1 + m, the whole interval above 1 + m/2
     equivalent    the whole interval inside [1 / (1 + m), 1 + m]
     inconclusive  otherwise: more rounds may decide it
-(Criterion's rule: a change counts when its whole interval is beyond the noise band; the
-equivalence outcome is the two one-sided tests' reading of the same interval.)
+(asv's rule asks the estimate to pass the step and the difference to be significant, Criterion's
+the whole interval beyond a noise band; scripts/compare_decision_rules.py set both, and today's
+"whole interval beyond m", on the recorded rounds: this one decides most while a family of
+candidates no different from the reference reads "changed" in <= 5 % of studies. The
+equivalence outcome is the two one-sided tests' reading of the interval.)
 
 Where several processes measured the same pair (the baseline's rounds and the tuned arm's, or a
 study's repeats), their estimates are pooled, never their intervals joined: each run's mean log
@@ -39,6 +44,8 @@ import numpy as np
 from scipy import stats
 
 from perfstudy.common.thresholds import pct
+from perfstudy.measure import decision_rules
+from perfstudy.measure.decision_rules import CHOSEN, Rule
 
 LEVEL = 0.95  # every interval of the product is a 95 % interval unless it says otherwise
 
@@ -169,18 +176,17 @@ def pooled(parts: Sequence[RatioInterval], level: float = LEVEL) -> Pooled:
                                 level, se * math.sqrt(rounds)), len(parts), math.sqrt(tau2))
 
 
-def outcome(interval: RatioInterval, margin: float) -> Outcome:
-    """Faster, slower, equivalent or inconclusive at a margin (see the module's doc)."""
+def outcome(interval: RatioInterval, margin: float, rule: Rule = CHOSEN) -> Outcome:
+    """Faster, slower, equivalent or inconclusive at a margin, by `rule` (the module's doc)."""
     if not math.isfinite(interval.low):
         return Outcome.INCONCLUSIVE
-    fast, slow = 1 / (1 + margin), 1 + margin
-    if interval.high < fast:
-        return Outcome.FASTER
-    if interval.low > slow:
-        return Outcome.SLOWER
-    if interval.low >= fast and interval.high <= slow:
-        return Outcome.EQUIVALENT
-    return Outcome.INCONCLUSIVE
+    mean, half = _log_mean_half(interval)
+    return Outcome(str(decision_rules.outcomes(np.array([mean]), np.array([half]), rule, margin)[0]))
+
+
+def _log_mean_half(interval: RatioInterval) -> tuple[float, float]:
+    low, high = math.log(interval.low), math.log(interval.high)
+    return (low + high) / 2, (high - low) / 2
 
 
 def rounds_for(interval: RatioInterval, margin: float, level: float = LEVEL) -> int | None:
@@ -190,7 +196,10 @@ def rounds_for(interval: RatioInterval, margin: float, level: float = LEVEL) -> 
     where no number of rounds decides it, or past 1000)."""
     if not math.isfinite(interval.sd_log) or interval.sd_log <= 0:
         return None
-    room = abs(abs(math.log(interval.ratio)) - math.log(1 + margin))
+    estimate, near = CHOSEN.bounds(margin)
+    size = abs(math.log(interval.ratio))
+    # past the step the interval's near end must pass `near`; short of it, the band's edge
+    room = size - near if size > estimate else abs(size - math.log(1 + margin))
     if room < 0.01:
         return None
     n = interval.rounds + 1  # the next round at least: the current ones did not decide it

@@ -14,7 +14,9 @@ k - 1 chances (Bonferroni: each at 1 - 0.05 / (k - 1)). No setting is called "th
 point estimate: the fastest one's own place is decided the same way as every other's.
 
 The stopping rule `all_placed` ends a sweep's rounds once every setting is placed (holds or does
-not hold).
+not hold). A sweep is a race (F-Race): a setting that does not hold leaves the rounds
+(`eliminated`), and "holds" is then judged against the settings still in it (an eliminated one
+is slower than some survivor by the margin); the rounds go on for the settings still undecided.
 """
 
 from __future__ import annotations
@@ -71,20 +73,19 @@ def place(rounds: Rounds, margin: float, level: float = LEVEL) -> list[Placed]:
     ranked = [s for s in range(k) if steps[s] is not None]
     wide = 1 - (1 - level) / max(len(ranked) - 1, 1)  # "does not hold": any of the chances
     fastest = min(ranked, key=lambda s: steps[s].median) if ranked else None
+    failing = {s for s in ranked if _fails(rounds, s, ranked, margin, wide)}
     out = []
     for s in range(k):
         near = Near.UNDECIDED
         if steps[s] is not None and len(ranked) > 1:
-            holds, fails = True, False
+            holds = True
             for t in ranked:
-                if t == s:
+                if t == s or t in failing:  # out of the race: slower than another by the margin
                     continue
-                strict, loose = _pair(rounds, s, t, level), _pair(rounds, s, t, wide)
+                strict = _pair(rounds, s, t, level)
                 if strict is None or not math.isfinite(strict.high) or strict.high > 1 + margin:
                     holds = False
-                if loose is not None and math.isfinite(loose.low) and loose.low > 1 + margin:
-                    fails = True
-            near = Near.FAILS if fails else Near.HOLDS if holds else Near.UNDECIDED
+            near = Near.FAILS if s in failing else Near.HOLDS if holds else Near.UNDECIDED
         elif steps[s] is not None:
             near = Near.HOLDS  # a sweep of one setting: it is its own best
         versus = None
@@ -93,6 +94,22 @@ def place(rounds: Rounds, margin: float, level: float = LEVEL) -> list[Placed]:
                       else RatioInterval(steps[s].n, 1.0, 1.0, 1.0, level, 0.0))
         out.append(Placed(s, steps[s], versus, near, margin))
     return out
+
+
+def _fails(rounds: Rounds, s: int, ranked: list[int], margin: float, wide: float) -> bool:
+    """Some interval s / t lies wholly above 1 + margin (at the widened level)."""
+    for t in ranked:
+        loose = _pair(rounds, s, t, wide) if t != s else None
+        if loose is not None and math.isfinite(loose.low) and loose.low > 1 + margin:
+            return True
+    return False
+
+
+def eliminated(margin: float, level: float = LEVEL) -> Callable[[Rounds], set[int]]:
+    """A sweep's race: the settings that do not hold leave the rounds (never setting 0, the
+    rounds' reference)."""
+    return lambda rounds: {p.setting for p in place(rounds, margin, level)
+                           if p.near is Near.FAILS} - {0}
 
 
 def all_placed(margin: float, level: float = LEVEL) -> Callable[[Rounds], bool]:

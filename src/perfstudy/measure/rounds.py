@@ -13,6 +13,14 @@ interference monitor (perfstudy.measure.interference) reads what else used the m
 visit over the limit is dropped and measured again, once, in the same round (the second
 reading is kept whatever it says, and flagged).
 
+A race (F-Race, Hoeffding races): before each round, `leaves(rounds so far)` names the settings
+already settled (the verification's: faster, or their gain ruled out, or unable to beat the
+fastest by the margin; a sweep's: decidedly slower than another); they are not visited again,
+and the rounds go on for the ones still open (the reference, setting 0, always stays). Their
+comparisons keep the rounds they had (`paired`: the rounds both were measured in). Racing keeps
+the family's error rate: a settled verdict is the one it would have been read with anyway, and
+the calibration (scripts/compare_decision_rules.py) simulates the rounds as raced.
+
 Rounds are added until `decided(rounds so far)` says every comparison is settled (sequential
 stopping, from `min_rounds` on), `max_rounds` are done, or the next round would not fit in
 `budget_s` (judged by the last round's cost; the first `min_rounds` always run: fewer cannot
@@ -133,6 +141,8 @@ class Schedule:
     # would settle every open comparison; None: unknown or never) fits in it
     stretch_s: float | None = None
     needed: Callable[[Rounds], int | None] = field(default=lambda rounds: None)
+    # a race: the settings that leave the rounds (settled; never the reference, setting 0)
+    leaves: Callable[[Rounds], set[int]] = field(default=lambda rounds: set())
 
 
 def _visit(visit: VisitFn, setting: int, round_: int, position: int, limit: float,
@@ -177,7 +187,13 @@ def run(visit: VisitFn, schedule: Schedule, monitor: MonitorFn | None = interfer
                 stopped = "budget"
                 break
             stretched += 1
-        order = [int(i) for i in rng.permutation(schedule.settings)]
+        # no verdict before min_rounds (fewer make no interval worth the name)
+        gone = (schedule.leaves(so_far("decided")) - {0}
+                if len(orders) >= schedule.min_rounds else set())
+        still = [i for i in range(schedule.settings) if i not in gone]
+        if gone:
+            log.info("settled, out of the race: settings %s", sorted(gone))
+        order = [still[int(i)] for i in rng.permutation(len(still))]
         orders.append(order)
         round_started = clock()
         for position, setting in enumerate(order):
@@ -274,9 +290,29 @@ def all_decided(margin: float, reference: int = 0, level: float = LEVEL) -> Call
     return lambda rounds: all(c.decided for c in compare_all(rounds, margin, reference, level))
 
 
+def settled_settings(comparisons: list[Comparison], margin: float) -> set[int]:
+    """The candidates whose comparison can no longer change the answer: settled (faster, or
+    their gain ruled out), or unable to beat the fastest "faster" one by the margin (the low
+    end of their interval at or above its ratio / (1 + margin))."""
+    out = {c.setting for c in comparisons if c.settled}
+    faster = [c.ratio for c in comparisons if c.outcome == Outcome.FASTER.value and c.ratio]
+    if faster:
+        bar = min(faster) / (1 + margin)
+        out |= {c.setting for c in comparisons if c.low is not None and c.low >= bar}
+    return out
+
+
+def race(margin: float, reference: int = 0, level: float = LEVEL) -> Callable[[Rounds], set[int]]:
+    """The verification's race: the settled candidates leave the rounds (settled_settings)."""
+    return lambda rounds: settled_settings(compare_all(rounds, margin, reference, level), margin)
+
+
 def all_settled(margin: float, reference: int = 0, level: float = LEVEL) -> Callable[[Rounds], bool]:
-    """The verification's stopping rule: every candidate is settled (Comparison.settled)."""
-    return lambda rounds: all(c.settled for c in compare_all(rounds, margin, reference, level))
+    """The verification's stopping rule: every candidate is settled (settled_settings)."""
+    def done(rounds: Rounds) -> bool:
+        comparisons = compare_all(rounds, margin, reference, level)
+        return len(settled_settings(comparisons, margin)) == len(comparisons)
+    return done
 
 
 def rounds_to_settle(margin: float, reference: int = 0,
@@ -284,7 +320,9 @@ def rounds_to_settle(margin: float, reference: int = 0,
     """The rounds that would settle every open comparison (the most any needs; None when one
     cannot say: no spread yet, or an estimate on the band's edge)."""
     def needed(rounds: Rounds) -> int | None:
-        open_ = [c for c in compare_all(rounds, margin, reference, level) if not c.settled]
+        comparisons = compare_all(rounds, margin, reference, level)
+        done = settled_settings(comparisons, margin)
+        open_ = [c for c in comparisons if c.setting not in done]
         if not open_ or any(c.rounds_needed is None for c in open_):
             return None
         # paired rounds may be fewer than rounds run (a window not steady pairs nothing)

@@ -1,7 +1,8 @@
 """The verification's decision calibrated: how often its decision is wrong, measured on this machine.
 
 The verification (perfstudy.run.verify, perfstudy.decide.verify) says a candidate is
-faster only when the whole 95 % interval of its paired ratio clears a 10 % gain. Whether that
+faster only by the rule of perfstudy.measure.decision_rules (a gain estimated at 10 % or more,
+its whole 95 % interval beyond 5 %). Whether that
 rule keeps its promises on a real, noisy host is a measurement, not an argument, so it is run on
 the real training with effects whose truth is known:
 * A/A: the run's own setting against itself (the same pipeline, built afresh per window): every

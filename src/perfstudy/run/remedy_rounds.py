@@ -69,6 +69,7 @@ def run(step_fn: verify.StepFn, prepared_root: str, manifest: dict[str, Any], cf
         decided=rounds_mod.all_settled(GAIN_THAT_MATTERS),
         stretch_s=verify.budget(ver.stretch_share, training_wall_s, ver.budget_base_min_s),
         needed=rounds_mod.rounds_to_settle(GAIN_THAT_MATTERS),
+        leaves=rounds_mod.race(GAIN_THAT_MATTERS),
         sources=[prepared_root, sources.training_source(source)])
     result = AgainstSource(rounds=found, **base)
     c = rounds_mod.compare(found, AgainstSource.PREPARED, AgainstSource.SOURCE, GAIN_THAT_MATTERS)

@@ -45,7 +45,8 @@ def run(step_fn: verify.StepFn, source: str, cfg, own: Settings, cpus: int, base
     found = verify.measure_rounds(step_fn, source, cfg, swept, base_seed, first_index,
                                   budget_s=verify.budget(cfg.sweep.budget_share, training_wall_s),
                                   max_rounds=cfg.sweep.max_rounds,
-                                  decided=nearbest.all_placed(GAIN_THAT_MATTERS))
+                                  decided=nearbest.all_placed(GAIN_THAT_MATTERS),
+                                  leaves=nearbest.eliminated(GAIN_THAT_MATTERS))
     result = Sweep(cfg.sweep.key, swept, found, training_wall_s, cfg.sweep.budget_share)
     for point, placed in zip(swept, result.placed(), strict=True):
         log.info("  %s=%s: %s; within %s of the best: %s", cfg.sweep.key, point.label,

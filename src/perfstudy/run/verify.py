@@ -14,8 +14,10 @@ nothing in its round.
 
 The run's own setting is measured in the same rounds as the candidates (not taken from the run's
 long window measured earlier: that is the sequential A-then-B design that puts drift on one
-side). Rounds are added until every candidate is settled (perfstudy.decide's rule: an interval
-wholly beyond a 10 % gain, or one that excludes it), `verify.max_rounds`, or the budget
+side). A settled candidate leaves the rounds (a race: perfstudy.measure.rounds.race); rounds
+are added until every candidate is settled (faster by the chosen rule,
+perfstudy.measure.decision_rules; its gain ruled out; or unable to beat the fastest by the
+margin), `verify.max_rounds`, or the budget
 (`verify.budget_share` x the training's wall time). What each window measured is returned;
 which setting wins is decide/'s (perfstudy.decide.verify).
 """
@@ -157,10 +159,12 @@ def measure_rounds(step_fn: StepFn, source: str, cfg, points: Sequence[Point], b
                    first_index: int, *, budget_s: float | None, max_rounds: int,
                    decided: Callable[[Rounds], bool], stretch_s: float | None = None,
                    needed: Callable[[Rounds], int | None] | None = None,
-                   sources: Sequence[str] | None = None) -> Rounds:
+                   sources: Sequence[str] | None = None,
+                   leaves: Callable[[Rounds], set[int]] | None = None) -> Rounds:
     """Measure every point's setting in interleaved rounds (windows as measure_window), until
     `decided`, max_rounds or the budget (verify.min_rounds and verify.max_interference apply).
-    `sources`: what each point's pipeline reads (default: `source` for all)."""
+    `sources`: what each point's pipeline reads (default: `source` for all); `leaves`: the
+    points settled, left out of the rounds that follow (a race)."""
     state = {"index": first_index}
 
     def visit(setting: int, round_: int) -> Window:
@@ -176,7 +180,8 @@ def measure_rounds(step_fn: StepFn, source: str, cfg, points: Sequence[Point], b
     schedule = Schedule(len(points), seed=base_seed, min_rounds=cfg.verify.min_rounds,
                         max_rounds=max_rounds, budget_s=budget_s,
                         max_interference=cfg.verify.max_interference, decided=decided,
-                        stretch_s=stretch_s, needed=needed or (lambda rounds: None))
+                        stretch_s=stretch_s, needed=needed or (lambda rounds: None),
+                        leaves=leaves or (lambda rounds: set()))
     return rounds_mod.run(visit, schedule)
 
 
@@ -197,4 +202,5 @@ def run_rounds(step_fn: StepFn, source: str, cfg, plan: list[Planned], base_seed
                           max_rounds=ver.max_rounds,
                           decided=rounds_mod.all_settled(GAIN_THAT_MATTERS),
                           stretch_s=budget(ver.stretch_share, training_wall_s, ver.budget_base_min_s),
-                          needed=rounds_mod.rounds_to_settle(GAIN_THAT_MATTERS))
+                          needed=rounds_mod.rounds_to_settle(GAIN_THAT_MATTERS),
+                          leaves=rounds_mod.race(GAIN_THAT_MATTERS))

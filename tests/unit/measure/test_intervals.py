@@ -6,6 +6,7 @@ import math
 import numpy as np
 import pytest
 
+from perfstudy.measure.decision_rules import Rule
 from perfstudy.measure.intervals import (
     LEVEL,
     MedianInterval,
@@ -46,6 +47,18 @@ def test_slower_equivalent_and_inconclusive():
     assert outcome(log_interval([-0.12, -0.05, -0.10, -0.07]), MARGIN) is Outcome.INCONCLUSIVE
 
 
+def test_faster_is_an_estimate_past_the_margin_and_an_interval_past_half_of_it():
+    # 1.12x faster, surely more than 5 %: faster under the chosen rule ("half" at 95 %), where
+    # the whole-interval rule it replaced (its near end 8 %, short of 10 %) kept it open
+    found = log_interval([-0.10, -0.13, -0.09, -0.12])
+    assert 1 / found.high - 1 == pytest.approx(0.084, abs=0.002)
+    assert outcome(found, MARGIN) is Outcome.FASTER
+    assert outcome(found, MARGIN, Rule("interval", 0.95)) is Outcome.INCONCLUSIVE
+    assert outcome(log_interval([0.10, 0.13, 0.09, 0.12]), MARGIN) is Outcome.SLOWER
+    # past the step, but not surely past half of it: open
+    assert outcome(log_interval([-0.02, -0.20, -0.11, -0.15]), MARGIN) is Outcome.INCONCLUSIVE
+
+
 def test_one_round_has_no_interval_and_decides_nothing():
     one = log_interval([-0.5])
     assert math.isnan(one.low) and one.half_width == math.inf
@@ -61,8 +74,8 @@ def test_unpaired_or_non_positive_series_are_refused():
 
 
 def test_rounds_needed_shrinks_as_the_estimate_leaves_the_margin():
-    near = log_interval([-0.08, -0.14, -0.11])
-    far = log_interval([-0.28, -0.34, -0.31])
+    near = log_interval([-0.02, -0.20, -0.11])
+    far = log_interval([-0.22, -0.40, -0.31])
     assert rounds_for(far, MARGIN) < rounds_for(near, MARGIN)
     assert rounds_for(log_interval([0.0, 0.0, 0.0]), MARGIN) is None  # no spread
 
@@ -79,9 +92,11 @@ def _sequential(rng, true_log, sd, min_rounds=3, max_rounds=12):
     return outcome(log_interval(logs), MARGIN)
 
 
-@pytest.mark.parametrize("sd", [0.05, 0.10, 0.20])
+@pytest.mark.parametrize("sd", [0.05, 0.10, 0.16])
 def test_sequential_stopping_keeps_the_error_rates_on_synthetic_rounds(sd):
-    """A/A says 'changed' in <= 5 % of comparisons; a 25 % slowdown is never read as a gain;
+    """Over the spread the rule was calibrated on (per-round sd up to 0.16, the noisiest
+    recorded host; docs/measurement.md gives the rates beyond it):
+    A/A says 'changed' in <= 5 % of comparisons; a 25 % slowdown is never read as a gain;
     with per-round noise of 10 % or less, it is detected in >= 90 %; a 10 % effect is never
     reversed (its sign is never read the wrong way)."""
     rng = np.random.default_rng(7)

@@ -1,6 +1,8 @@
 """Which settings of a sweep are within 10 % of the best: decided from paired rounds, on
 synthetic step series (nothing timed)."""
 
+import itertools
+
 import numpy as np
 
 from perfstudy.measure import nearbest, rounds
@@ -72,3 +74,22 @@ def test_a_setting_never_steady_is_undecided_and_does_not_block_the_others():
 
 def test_one_setting_is_its_own_best():
     assert nearbest.place(swept([[500.0, 510.0]]), 0.10)[0].near is Near.HOLDS
+
+
+def test_a_sweep_races_a_slow_setting_out_and_finishes_the_close_ones():
+    """The 2x slower setting leaves once it does not hold; the two close ones keep being
+    measured, and "holds" is judged among the settings still in the race."""
+    drift = itertools.cycle(np.exp(np.random.default_rng(1).normal(0, 0.05, 7)))
+    spread = itertools.cycle([1.0, 1.03, 0.98, 1.01])
+    calls = []
+
+    def visit(setting, round_):
+        calls.append(setting)
+        d = next(drift)
+        return Window({0: 800.0, 1: 1600.0, 2: 820.0 * next(spread)}[setting] * d, 6, 4, 1.0)
+    found = rounds.run(visit, Schedule(3, seed=4, min_rounds=3, max_rounds=12,
+                                       decided=nearbest.all_placed(0.10),
+                                       leaves=nearbest.eliminated(0.10)), monitor=None)
+    placed = nearbest.place(found, 0.10)
+    assert placed[1].near is Near.FAILS and calls.count(1) < calls.count(0)
+    assert [p.near for p in placed] == [Near.HOLDS, Near.FAILS, Near.HOLDS]

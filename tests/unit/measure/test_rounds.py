@@ -175,3 +175,32 @@ def test_a_candidate_is_settled_when_faster_or_when_it_cannot_be():
     faster, same = rounds.compare_all(found, 0.10)
     assert found.stopped == "decided" and faster.settled and same.settled
     assert same.rules_out_gain and not faster.rules_out_gain
+
+
+def test_a_settled_candidate_leaves_the_race_and_the_open_one_keeps_its_rounds():
+    """Setting 1 is 0.85x, faster after 3 rounds, and leaves; setting 2 wobbles around the
+    reference (it might still beat setting 1 by 10 %) and is measured until that is settled."""
+    wobble = itertools.cycle([1.2, 0.8, 1.1, 0.9, 1.0, 1.05])
+
+    def visit(setting, round_):
+        visit.calls.append((round_, setting))
+        return window({0: 100.0, 1: 85.0, 2: 100.0 * next(wobble)}[setting])
+    visit.calls = []
+    schedule = Schedule(3, seed=2, min_rounds=3, max_rounds=12, decided=rounds.all_settled(0.10),
+                        leaves=rounds.race(0.10))
+    found = rounds.run(visit, schedule, quiet_monitor())
+    assert all(sorted(o) == [0, 1, 2] for o in found.orders[:3])
+    assert all(sorted(o) == [0, 2] for o in found.orders[3:]) and len(found.orders) > 3
+    assert sum(1 for _, s in visit.calls if s == 1) == 3
+    fast, wobbly = rounds.compare_all(found, 0.10)
+    assert fast.outcome == "faster" and fast.rounds == 3  # its verdict as it left
+    assert wobbly.rounds == len(found.orders)
+
+
+def test_a_candidate_that_cannot_beat_the_fastest_by_the_margin_leaves_too():
+    # 1: 0.60x, clearly faster; 2: 0.85x-ish, faster than the reference perhaps, but its
+    # interval's low end is above 0.60 / 1.1: it cannot beat setting 1 by 10 %
+    comparisons = [rounds.Comparison(1, 3, 0.60, 0.58, 0.62, 0.95, "faster", 0.10),
+                   rounds.Comparison(2, 3, 0.85, 0.70, 1.02, 0.95, "inconclusive", 0.10),
+                   rounds.Comparison(3, 3, 0.62, 0.40, 0.95, 0.95, "inconclusive", 0.10)]
+    assert rounds.settled_settings(comparisons, 0.10) == {1, 2}
