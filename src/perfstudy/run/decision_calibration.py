@@ -131,9 +131,13 @@ def trial(step: TrainStep, source: str, cfg, effect: float, extra_s: float, seed
     comp = rounds_mod.compare(found, 0, 1, GAIN_THAT_MATTERS)
     ref, cand = found.paired(0, 1)
     logs = [math.log(b / a) for a, b in zip(ref, cand, strict=True)]
+    # the interference each window saw: the covariate a later calibration may test
     windows = [{"setting": v.setting, "round": v.round, "step_ms": v.window.step_ms,
                 "steps": v.window.steps, "counted": v.window.steps_counted,
-                "wall_s": round(v.window.wall_s, 2)} for v in found.kept()]
+                "wall_s": round(v.window.wall_s, 2),
+                "others": round(v.interference.others, 4) if v.interference else None,
+                "steal": round(v.interference.steal, 4) if v.interference else None,
+                "step_ms_each": v.window.step_ms_each} for v in found.kept()]
     return Trial(effect, comp.outcome, comp.rounds, comp.ratio or math.nan, comp.low, comp.high, logs,
                  windows)
 

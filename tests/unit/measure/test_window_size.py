@@ -1,0 +1,63 @@
+"""A window's variance split into its own and its steps', and the window length it implies."""
+
+import math
+
+import numpy as np
+import pytest
+
+from perfstudy.measure import rounds
+from perfstudy.measure.rounds import Schedule, Window
+from perfstudy.measure.window_size import Components, components, from_rounds
+
+
+def made_rounds(between_sd, within_sd, seed, n_rounds=12, overhead_s=2.0):
+    """Two settings (the same truth) in rounds: each window its own offset (between_sd, log)
+    and 3-12 counted steps (as the cycle rule varies them) with independent noise (within_sd)."""
+    rng = np.random.default_rng(seed)
+
+    def visit(setting, round_):
+        steps = int(rng.integers(3, 13))
+        level = 100.0 * math.exp(rng.normal(0, between_sd))
+        each = list(level * np.exp(rng.normal(0, within_sd, steps)))
+        mean = float(np.mean(each))
+        return Window(mean, steps + 2, steps, overhead_s + mean / 1e3 * steps, [100.0, 100.0] + each,
+                      ["startup", "drain"] + ["measured"] * steps)
+    return rounds.run(visit, Schedule(2, seed=seed, min_rounds=n_rounds, max_rounds=n_rounds), monitor=None)
+
+
+def pooled(between_sd, within_sd, runs=60):
+    pairs, costs = [], []
+    for seed in range(runs):
+        p, c = from_rounds(made_rounds(between_sd, within_sd, seed), f"run{seed}")
+        pairs += p
+        costs += c
+    return components(pairs, costs)
+
+
+def test_the_components_are_recovered_from_the_window_means_alone():
+    found = pooled(0.05, 0.15)
+    assert found.pairs == 720
+    assert found.within_log_var == pytest.approx(0.0225, rel=0.3)
+    assert found.between_log_var == pytest.approx(0.0025, rel=0.5)
+    assert found.overhead_s == pytest.approx(2.0, rel=0.05) and found.step_s == pytest.approx(0.1, rel=0.05)
+    # n* = sqrt(c0 sw^2 / (c1 sb^2)) = sqrt(2 x 0.0225 / (0.1 x 0.0025)) ~ 13
+    assert 7 < found.best_steps < 25
+
+
+def test_without_a_windows_own_variance_longer_windows_are_cheaper():
+    found = pooled(0.0, 0.15)
+    assert found.between_log_var < 0.001
+    assert found.cost_per_precision(12) < found.cost_per_precision(6)
+
+
+def test_the_cheapest_length_minimises_the_cost_of_a_precision():
+    c = Components(10, within_log_var=0.02, between_log_var=0.001, counted_steps=4, overhead_s=3.0, step_s=0.5)
+    best = c.best_steps
+    assert best == pytest.approx(math.sqrt(3.0 * 0.02 / (0.5 * 0.001)))
+    assert c.cost_per_precision(best) < min(c.cost_per_precision(best * 0.6), c.cost_per_precision(best * 1.6))
+
+
+def test_windows_of_one_length_cannot_tell_the_parts_apart():
+    pairs, costs = from_rounds(made_rounds(0.05, 0.1, 0), "one")
+    same = [p.__class__(p.comparison, p.log_ratio, 6, 6) for p in pairs]
+    assert components(same, costs) is None
