@@ -10,6 +10,8 @@ share. The comparisons' kinds are shuffled (seeded), so drift of the host falls 
     python scripts/calibrate_decision.py --size smoke                   # ~10 min on 2 cores
     python scripts/calibrate_decision.py --size cpu_demo --aa 20 --per-effect 10   # hours
     python scripts/calibrate_decision.py --size smoke --aa 2 --per-effect 1  # a minute, to try it
+    python scripts/calibrate_decision.py --size smoke --aa 20 --per-effect 0 --window-steps 2,4,8 --tag windows
+        # windows of varied length, for scripts/size_windows.py
     python scripts/calibrate_decision.py --size cpu_demo --inject map --aa 0 --effects 0.25,0.10
         # the known effects inside the input-bound baseline's map (its bottleneck)
 """
@@ -80,6 +82,9 @@ def main() -> None:
                         help="where the known effect goes: the training's thread after each step, "
                              "or fixed NumPy work inside the article's map (per image)")
     parser.add_argument("--seed", type=int, default=11)
+    parser.add_argument("--window-steps", default="",
+                        help="e.g. 2,4,8: each window waits for a count drawn from these (the "
+                             "windows' variance split by scripts/size_windows.py)")
     parser.add_argument("--tag", default="", help="appended to the JSON's name (several invocations)")
     parser.add_argument("--results", default="results")
     parser.add_argument("--combine", nargs="+", metavar="JSON",
@@ -92,11 +97,13 @@ def main() -> None:
         print(combined(args.combine))
         return
     effects = [float(e) for e in args.effects.split(",") if e.strip()]
+    window_steps = [int(n) for n in args.window_steps.split(",") if n.strip()]
     kinds = [0.0] * args.aa + [e for e in effects for _ in range(args.per_effect)]
     cfg = config.compose_run_config([f"size={args.size}", f"experiment={args.experiment}",
                                      f"paths.results={args.results}", *args.overrides])
     # the optimizer's learning-rate schedule must cover every step the comparisons can take
-    most = (len(kinds) * 2 + 3) * verify.total_steps(cfg)
+    longest = bench.with_min_steps(cfg, max(window_steps)) if window_steps else cfg
+    most = (len(kinds) * 2 + 3) * verify.total_steps(longest)
     cfg = config.compose_run_config([f"size={args.size}", f"experiment={args.experiment}",
                                      f"paths.results={args.results}", *args.overrides,
                                      f"trainer.steps={most}"])
@@ -130,7 +137,7 @@ def main() -> None:
         effect = kinds[i]
         found = bench.trial(step, source, cfg, effect,
                             effect * plain / 1e3 if args.inject == "thread" else 0.0,
-                            args.seed + 7919 * number, references.get(effect))
+                            args.seed + 7919 * number, references.get(effect), window_steps)
         log.info("comparison %d/%d (%s): %s, %d rounds, ratio %.3f", number + 1, len(kinds),
                  "A/A" if effect == 0 else f"+{pct(effect)}", found.outcome, found.rounds, found.ratio)
         trials.append(found)

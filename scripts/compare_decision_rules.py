@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from dataclasses import asdict
 from pathlib import Path
 
@@ -156,4 +157,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main_guard(main)
+    sys.exit(main_guard(main))

@@ -18,7 +18,7 @@ import sys
 import hydra
 from omegaconf import DictConfig
 
-from perfstudy.common.config import register_schema
+from perfstudy.common.config import open_overrides, register_schema
 from perfstudy.orchestrate.train_app import precheck, train_job
 
 register_schema()  # conf/config.yaml's defaults start with the typed schema (run_schema)
@@ -30,5 +30,8 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
+    # operators' addresses (pipeline.workers.<address>=2) as written, no `+`: the free-form
+    # dicts' keys are added or set (++), as the DAG's compose does
+    sys.argv[1:] = open_overrides(sys.argv[1:])
     precheck(sys.argv[1:])  # a bad override: one sentence, before Hydra's own report
     main()

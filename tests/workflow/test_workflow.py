@@ -140,6 +140,20 @@ def test_train_script_is_a_hydra_app_that_prints_its_config_and_help(tmp_path):
     assert "profiler: full, light, off" in shown_help.stdout
 
 
+def test_operator_addresses_are_taken_as_written_by_the_train_script(tmp_path):
+    """docs/bring-your-own.md's command: pipeline.workers.<address> and .processes.<address>
+    without Hydra's `+` (the DAG's compose takes them so too)."""
+    import yaml
+
+    job = subprocess.run([PYTHON, str(REPO / "scripts/train.py"), "size=smoke", f"paths.results={tmp_path}",
+                          "pipeline.workers.generator_1=2", "pipeline.processes.generator_1=false",
+                          "--cfg", "job"], capture_output=True, text=True, timeout=120)
+    assert job.returncode == 0, job.stderr[-2000:]
+    shown = yaml.safe_load(job.stdout)
+    assert shown["pipeline"]["workers"] == {"generator_1": 2}
+    assert shown["pipeline"]["processes"] == {"generator_1": False}
+
+
 @pytest.mark.parametrize("override, said", [
     ("trainer.mode=eager",
      "Bad value for config key 'trainer.mode': Invalid value 'eager', expected one of [graph, pynative]"),

@@ -23,10 +23,11 @@ the numbers.
 
 from __future__ import annotations
 
+import copy
 import logging
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -109,17 +110,31 @@ def fft_passes(per_image_ms: float, per_pass_ms: float) -> int:
     return max(1, round(per_image_ms / per_pass_ms))
 
 
+def with_min_steps(cfg, min_steps: int):
+    """A copy of the run's config whose windows wait for `min_steps` counted steps (max_steps
+    raised to hold them)."""
+    out = copy.deepcopy(cfg)
+    out.verify.min_steps = int(min_steps)
+    out.verify.max_steps = max(int(out.verify.max_steps), 2 * int(min_steps) + 2)
+    return out
+
+
 def trial(step: TrainStep, source: str, cfg, effect: float, extra_s: float, seed: int,
-          reference_cfg=None) -> Trial:
+          reference_cfg=None, window_steps: Sequence[int] = ()) -> Trial:
     """One comparison by the verification's protocol: reference = the own setting with
     `extra_s` of work per step, or on `reference_cfg`'s pipeline (work injected in its map;
-    neither: A/A), candidate = the plain own setting."""
+    neither: A/A), candidate = the plain own setting. `window_steps`: each window waits for a
+    number of counted steps drawn from these (seeded), so the windows' lengths vary and their
+    variance can be split into its parts (perfstudy.measure.window_size)."""
     fns: list[Callable] = [_step_fn(step, extra_s), _step_fn(step, 0.0)]
     cfgs = [reference_cfg or cfg, cfg]
     index = {"n": 0}
+    lengths = np.random.default_rng(seed + 17)
 
     def visit(setting: int, round_: int) -> Window:
-        window = verify.measure_window(fns[setting], source, cfgs[setting], {},
+        at = (with_min_steps(cfgs[setting], lengths.choice(list(window_steps)))
+              if window_steps else cfgs[setting])
+        window = verify.measure_window(fns[setting], source, at, {},
                                        seed + 1000 * round_ + setting, index["n"])
         index["n"] += window.steps
         return window

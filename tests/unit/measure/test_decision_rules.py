@@ -88,3 +88,21 @@ def test_a_recorded_comparison_is_replayed_in_its_order():
     verdict, rounds, settled = rules.replay(rules.CHOSEN, [0.3, -0.3, 0.1], MARGIN, 3)
     assert not settled and rounds == 3 and verdict == "inconclusive"
     assert math.isclose(rules.Rule("half", 0.95).bounds(MARGIN)[1], math.log(1.05))
+
+
+def test_the_comparison_script_chooses_from_the_recorded_rounds(tmp_path):
+    import subprocess
+    import sys
+
+    out = tmp_path / "rules.json"
+    done = subprocess.run([sys.executable, str(REPO / "scripts" / "compare_decision_rules.py"),
+                           "--trials", "300", "--stress", "--out", str(out)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "chosen: " in done.stdout and "| A/A |" in done.stdout
+    written = json.loads(out.read_text())
+    assert written["today"] == "interval@95" and written["replay"]
+    empty = subprocess.run([sys.executable, str(REPO / "scripts" / "compare_decision_rules.py"),
+                            "--recorded", str(tmp_path), "--out", str(out)],
+                           capture_output=True, text=True, timeout=300)
+    assert empty.returncode == 2 and "no recorded comparisons" in empty.stderr

@@ -61,3 +61,33 @@ def test_windows_of_one_length_cannot_tell_the_parts_apart():
     pairs, costs = from_rounds(made_rounds(0.05, 0.1, 0), "one")
     same = [p.__class__(p.comparison, p.log_ratio, 6, 6) for p in pairs]
     assert components(same, costs) is None
+
+
+def test_the_script_splits_a_recorded_calibrations_windows(tmp_path):
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[3]
+    out = tmp_path / "windows.json"
+    done = subprocess.run([sys.executable, str(repo / "scripts" / "size_windows.py"),
+                           str(repo / "docs" / "benchmarks" / "windows-smoke.json"), "--json", str(out)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.startswith("smoke: 64 paired rounds")
+    assert json.loads(out.read_text())["smoke"]["min_steps"] == [3]
+    bad = subprocess.run([sys.executable, str(repo / "scripts" / "size_windows.py"), str(tmp_path / "nope")],
+                         capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "neither a folder" in bad.stderr
+
+
+def test_a_calibration_can_vary_its_windows_lengths():
+    from omegaconf import OmegaConf
+
+    from perfstudy.run.decision_calibration import with_min_steps
+
+    cfg = OmegaConf.create({"verify": {"min_steps": 3, "max_steps": 8}})
+    longer = with_min_steps(cfg, 8)
+    assert (longer.verify.min_steps, longer.verify.max_steps) == (8, 18)
+    assert cfg.verify.min_steps == 3  # a copy
