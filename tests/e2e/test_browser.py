@@ -10,7 +10,8 @@ import pytest
 from browser import Chromium
 from servers import MlflowServer
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("smoke_study")]  # one worker builds the shared study
+# one worker builds the shared study
+pytestmark = [pytest.mark.slow, pytest.mark.system, pytest.mark.xdist_group("smoke_study")]
 ARMS = ("baseline", "tuned", "prepared", "prepared_tuned")
 LOADED = "[...document.images].every(i => i.complete)"
 

@@ -13,7 +13,7 @@ from browser import Chromium
 from conftest import REPO, SNAKEMAKE, env_without_mlflow, gate_overrides
 from servers import MlflowServer
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.system]
 
 
 def _training_pid(out: Path) -> int | None:

@@ -24,7 +24,7 @@ from slurm_cluster import SlurmCluster
 # other worker's tests only share the CPUs (each fault here is forced by a gate, not by timing).
 # The fixtures are session-scoped (per xdist worker): xdist may run another module's test between
 # the two here, and a module fixture would then stop the cluster and start it again.
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("slurm")]
+pytestmark = [pytest.mark.slow, pytest.mark.system, pytest.mark.xdist_group("slurm")]
 ARMS = ("baseline", "tuned")
 
 

@@ -16,7 +16,7 @@ import pytest
 from conftest import REPO, SNAKEMAKE, env_without_mlflow, gate_overrides
 from servers import mlflow_on_postgres
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.system]
 STUDY = "seed_case"
 
 

@@ -49,13 +49,14 @@ def test_a_studys_own_code_is_on_the_trainings_pythonpath(tmp_path):
     assert all(f"env PYTHONPATH={REPO / 'docs' / 'examples'}" in line for line in trains)
 
 
-def test_make_run_uses_the_local_workflow_profile_and_track_init_runs_before_the_trainings(tmp_path):
+def test_a_bare_snakemake_uses_make_runs_profile_and_track_init_runs_before_the_trainings(tmp_path):
     makefile = (REPO / "Makefile").read_text()
     run = makefile[makefile.index("\nrun: "):makefile.index("\nrerun: ")]
-    assert "--workflow-profile workflow/profiles/local" in run
-    result = snakemake("-n", "--workflow-profile", str(REPO / "workflow/profiles/local"), "--cores", "2",
-                       workdir=tmp_path)
+    assert "--workflow-profile profiles/default" in run
+    # no profile named: Snakemake loads profiles/default beside the Snakefile, as make run does
+    result = snakemake("-n", "--cores", "2", workdir=tmp_path)
     assert result.returncode == 0, result.stderr
+    assert f"Using workflow specific profile {REPO / 'profiles' / 'default'}" in result.stdout + result.stderr
     rules = (REPO / "workflow/rules/track.smk").read_text()
     init = rules[rules.index("rule track_init"):rules.index("rule track_arm")]
     assert "priority: 50" in init  # before any training: each opens its arm's live run under it
