@@ -77,18 +77,25 @@ def test_report_has_published_and_measured_numbers_and_figures(study):
     assert set(table[table["source"] == "measured"]["arm"]) == set(ARMS)
     published = table[(table["source"] == "published") & (table["arm"] == "tuned")].iloc[0]
     assert published["steady_step_ms"] == pytest.approx(18.07)
-    for name in ("step_breakdown.png", "step_time.png", "published_vs_measured.png"):
+    for name in ("step_breakdown.png", "step_time.png", "published_vs_measured.png",
+                 "step_distribution.png", "verified.png"):
         assert (report / "figures" / name).read_bytes()[:4] == b"\x89PNG"
     md = (report / "report.md").read_text()
     assert "72.8" in md or "73" in md
     assert "baseline (" in md and "tuned (" in md
     for arm in ARMS:
-        assert (report / "figures" / f"queues_{arm}.png").read_bytes()[:4] == b"\x89PNG"
+        for figure in ("queues", "verified", "steps"):  # each arm's own, for its MLflow run
+            assert (report / "figures" / f"{figure}_{arm}.png").read_bytes()[:4] == b"\x89PNG"
     assert "## Diagnosis, side by side" in md
     assert "## Step trace: op timeline vs host timers" in md
     assert "Map #2 [RandomCropDecodeResize" in md  # operators named as a user knows them
     html = (report / "report.html").read_text()
-    assert html.count("data:image/png;base64,") == 8  # 3 + 4 queue plots + the scaling figure
+    # 3 + 4 queue plots + the scaling figure + the step distribution (+ the forest plot of the
+    # verified candidates when a candidate was measured)
+    verified = "## The verified candidates" in md
+    assert html.count("data:image/png;base64,") == 9 + verified
+    assert not verified or any(json.loads((study / "runs" / "seed_case" / arm / "summary.json")
+                                          .read_text())["verification"]["plan"] for arm in ARMS)
     assert (report / "figures" / "scaling.png").read_bytes()[:4] == b"\x89PNG"
     assert "## What-if advisor: predicted from one profiled run" in md
     assert "| baseline | 1 |" in md  # predicted against measured, per arm
@@ -252,7 +259,8 @@ def test_mlflow_holds_one_parent_and_one_child_per_arm(study):
         assert child.data.tags["mlflow.source.git.commit"] == summary["git_sha"]
         assert child.data.metrics["resources_max_rss_mb"] == pytest.approx(summary["resources"]["max_rss_mb"])
         assert child.data.metrics["job_max_rss_mb"] > 100  # Snakemake's benchmark of the job
-        assert "queues.png" in artifacts  # top level, the same name in every arm: Compare shows them
+        # top level, the same name in every arm: Compare shows them side by side
+        assert {"queues.png", "verified.png", "step_distribution.png"} <= set(artifacts)
         last = steps.iloc[-1]  # it ended with the training process (the verification after the steps)
         assert child.info.end_time >= int((last["start_time_s"] + last["step_ms"] / 1e3) * 1000)
         assert child.info.end_time - child.info.start_time >= 1000 * summary["run_wall_s"] * 0.9
@@ -358,7 +366,9 @@ def test_snakemake_report_renders_the_registered_outputs(study):
     assert result.returncode == 0, result.stderr[-3000:]
     assert target.stat().st_size > 10_000
     out = result.stdout + result.stderr
-    for figure in ["scaling.png", *(f"queues_{arm}.png" for arm in ARMS)]:  # every figure registered
+    every = ("queues", "verified", "steps")  # every figure registered
+    for figure in ["scaling.png", "verified.png", "step_distribution.png",
+                   *(f"{kind}_{arm}.png" for arm in ARMS for kind in every)]:
         assert f"Adding {figure}" in out, figure
 
 

@@ -22,6 +22,18 @@ rule make_report:
                          caption="../report/published_vs_measured.rst", category="Figures"),
         scaling=report(f"{RESULTS}/report/{{study}}/figures/scaling.png",
                        caption="../report/scaling.rst", category="Figures"),
+        verified=report(f"{RESULTS}/report/{{study}}/figures/verified.png",
+                        caption="../report/verified.rst", category="Figures"),
+        step_distribution=report(f"{RESULTS}/report/{{study}}/figures/step_distribution.png",
+                                 caption="../report/step_distribution.rst", category="Figures"),
+        **{f"verified_{arm}": report(f"{RESULTS}/report/{{study}}/figures/verified_{arm}.png",
+                                     caption="../report/verified.rst", category="Figures",
+                                     subcategory="Verified candidates", labels={"arm": arm})
+           for arm in ARMS},
+        **{f"steps_{arm}": report(f"{RESULTS}/report/{{study}}/figures/steps_{arm}.png",
+                                  caption="../report/step_distribution.rst", category="Figures",
+                                  subcategory="Step time distribution", labels={"arm": arm})
+           for arm in ARMS},
         **{f"queues_{arm}": report(f"{RESULTS}/report/{{study}}/figures/queues_{arm}.png",
                                    caption="../report/queues.rst", category="Figures",
                                    subcategory="Data queues", labels={"arm": arm})

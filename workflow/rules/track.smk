@@ -34,6 +34,8 @@ rule track_arm:
         train_log=f"{RESULTS}/logs/train/{{study}}/{{arm}}.log",
         train_benchmark=f"{RESULTS}/benchmarks/train/{{study}}/{{arm}}.tsv",
         queues_figure=f"{RESULTS}/report/{{study}}/figures/queues_{{arm}}.png",
+        verified_figure=f"{RESULTS}/report/{{study}}/figures/verified_{{arm}}.png",
+        steps_figure=f"{RESULTS}/report/{{study}}/figures/steps_{{arm}}.png",
     output:
         f"{RESULTS}/runs/{{study}}/{{arm}}/mlflow_run.json",
     params:
@@ -52,7 +54,9 @@ rule track_arm:
     shell:
         "{params.python} {params.script} --run-dir {params.run_dir} "
         "--study-ids {input.study_ids} --log {input.train_log} --study-receipt {params.receipt} "
-        "--benchmark {input.train_benchmark} --figure queues.png={input.queues_figure} 2> {log}"
+        "--benchmark {input.train_benchmark} --figure queues.png={input.queues_figure} "
+        "--figure verified.png={input.verified_figure} "
+        "--figure step_distribution.png={input.steps_figure} 2> {log}"
 
 
 rule track_study:

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 from omegaconf import DictConfig
 
+from perfstudy.common import device
 from perfstudy.common.config import ConfigError, compose_run_config
 from perfstudy.common.provenance import cpu_count
 from perfstudy.data.dataset import MANIFEST, dataset_dir
@@ -164,10 +165,15 @@ def arm_overrides(flow: Workflow, study: str, run: str) -> list[str]:
 
 def compose_arm(flow: Workflow, study: str, run: str) -> DictConfig:
     """A run's (an arm's, or one repeat of it) fully resolved, validated config."""
+    overrides = arm_overrides(flow, study, run)
     try:
-        return compose_run_config(arm_overrides(flow, study, run))
+        cfg = compose_run_config(overrides)
     except ConfigError as exc:
         raise ConfigError(f"Study {study!r}, arm {run!r}: {exc}") from None
+    given = any(o.lstrip("+~").startswith("trainer.device_target=") for o in overrides)
+    device.check(cfg.trainer.device_target, f"Study {study!r}, arm {run!r}",
+                 None if given else f"the config files at size={cfg.size}")
+    return cfg
 
 
 def manifest_path(cfg: DictConfig) -> Path:

@@ -1,5 +1,5 @@
 """The report's figures (matplotlib, PNG): step breakdown, step time, published vs measured,
-data queues."""
+data queues, the verified candidates as a forest plot, each arm's step-time distribution."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
+from matplotlib import ticker  # noqa: E402
 
 from perfstudy.decide.arms import Arm
 from perfstudy.present.figstyle import legend_below  # noqa: E402
@@ -103,6 +104,101 @@ def figure_queues(arm: Arm, path: Path) -> Path:
     ax.set_title(f"{arm.name}: data queues per operator (shaded: the analysed steps)")
     if ax.get_legend_handles_labels()[0]:
         _legend_outside(ax, fontsize=7, ncols=2)
+    fig.savefig(path, dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    return path
+
+
+RATIO_TICKS = (0.25, 0.33, 0.5, 0.67, 0.8, 0.9, 1.0, 1.1, 1.25, 1.5, 2.0, 3.0, 4.0)
+OUTCOME_COLOURS = {"faster": "#2ca02c", "slower": "#d62728", "equivalent": "#7f7f7f",
+                   "inconclusive": "#ff7f0e"}
+
+
+def verified_rows(arm: Arm) -> list[tuple[str, object]]:
+    """(label, Comparison) for each candidate an arm's rounds measured against its own setting."""
+    rec = arm.diagnosis.recommendation if arm.diagnosis else None
+    checked = rec.verification if rec else None
+    if checked is None:
+        return []
+    return [(f"{arm.name}: {m.label}", m.comparison) for m in checked.settings[1:]
+            if m.comparison is not None and m.comparison.ratio is not None]
+
+
+def figure_verified(arms: list[Arm], path: Path) -> Path | None:
+    """Forest plot: each verified candidate's step ratio against its arm's own setting, with its
+    interval and paired rounds, beside the band inside which a change does not count. The file
+    is always drawn (the workflow registers it); None, with a figure that says why, when no arm
+    measured a candidate."""
+    rows = [row for arm in arms for row in verified_rows(arm)]
+    if not rows:
+        fig, ax = plt.subplots(figsize=(6.4, 1.2), layout="constrained")
+        ax.axis("off")
+        ax.text(0.5, 0.5, "Not drawn: no candidate was measured against "
+                + ("its" if len(arms) == 1 else "an arm's") + " own setting (verify.candidates=0, "
+                "or the measured window was not steady)", ha="center", va="center", wrap=True,
+                fontsize=9)
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        return None
+    margin = rows[0][1].margin
+    fig, ax = plt.subplots(figsize=(7.6, 0.9 + 0.42 * len(rows)), layout="constrained")
+    ax.axvspan(1 / (1 + margin), 1 + margin, color="#eeeeee", zorder=0,
+               label=f"within {margin:.0%}: no change that matters")
+    ax.axvline(1.0, color="black", lw=0.8)
+    for y, (_, c) in enumerate(rows):
+        colour = OUTCOME_COLOURS.get(c.outcome, "black")
+        if c.low is not None and c.high is not None:
+            ax.plot([c.low, c.high], [y, y], color=colour, lw=2.2, solid_capstyle="butt")
+        ax.scatter([c.ratio], [y], color=colour, s=36, zorder=3,
+                   label=c.outcome if c.outcome not in ax.get_legend_handles_labels()[1] else None)
+        ends = f" ({c.low:.2f}-{c.high:.2f})" if c.low is not None and c.high is not None else ""
+        ax.annotate(f"{c.ratio:.2f}x{ends}, {c.rounds} rounds", (1.0, y),
+                    xycoords=("axes fraction", "data"), xytext=(6, 0), textcoords="offset points",
+                    va="center", fontsize=7)
+    ax.set_yticks(range(len(rows)), [r[0] if len(r[0]) < 48 else r[0][:45] + "..." for r in rows],
+                  fontsize=7)
+    ax.set_xscale("log")
+    low, high = ax.get_xlim()
+    ticks = [t for t in RATIO_TICKS if low <= t <= high]
+    ax.xaxis.set_major_locator(ticker.FixedLocator(ticks))
+    ax.xaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}x"))
+    ax.xaxis.set_minor_locator(ticker.NullLocator())
+    ax.invert_yaxis()
+    level = rows[0][1].level
+    ax.set_xlabel(f"step time / the arm's own setting's (paired rounds, {level:.0%} interval; "
+                  "left of 1: faster)", fontsize=8)
+    ax.set_title("Verified candidates against each arm's own setting", fontsize=10)
+    _legend_outside(ax, fontsize=7, ncols=5)
+    fig.savefig(path, dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    return path
+
+
+def figure_step_distribution(arms: list[Arm], path: Path) -> Path:
+    """Each arm's measured steps as a distribution: the iteration gap (waiting for data), the
+    forward+backward (compute) and the whole step, as box plots with every step shown."""
+    parts = (("gap_ms", "iteration gap", "#d62728"), ("fwd_bwd_ms", "forward+backward", "#1f77b4"),
+             ("step_ms", "whole step", "#444444"))
+    fig, ax = plt.subplots(figsize=(7.2, 0.9 + 0.75 * len(arms)), layout="constrained")
+    ticks = []
+    for i, arm in enumerate(arms):
+        measured = arm.steps[arm.steps["phase"] == "measured"]
+        for j, (column, label, colour) in enumerate(parts):
+            y = i * (len(parts) + 1) + j
+            values = measured[column].clip(lower=0.01).to_numpy()  # a log axis: 0 ms shown at 0.01
+            if len(values):
+                ax.boxplot([values], positions=[y], orientation="horizontal", widths=0.7, showfliers=False,
+                           medianprops={"color": colour}, boxprops={"color": colour},
+                           whiskerprops={"color": colour}, capprops={"color": colour})
+                ax.scatter(values, [y] * len(values), s=8, color=colour, alpha=0.6, zorder=3,
+                           label=label if i == 0 else None)
+        ticks.append((i * (len(parts) + 1) + 1, f"{arm.name}\n({len(measured)} steps)"))
+    ax.set_yticks([t for t, _ in ticks], [name for _, name in ticks], fontsize=8)
+    ax.set_xscale("log")
+    ax.invert_yaxis()
+    ax.set_xlabel("ms (measured steps, log)")
+    ax.set_title("Step time distribution per arm: waiting for data against computing", fontsize=10)
+    _legend_outside(ax, fontsize=7, ncols=3)
     fig.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(fig)
     return path

@@ -60,6 +60,9 @@ def build(study: str, runs: list[Arm], out_dir: str | Path, card: Scorecard) -> 
         doc.section("Diagnosis benchmark, by scenario", bench)
     doc.figure("Where a step's time goes, per arm", paths["fig_breakdown"], open_=True)
     doc.verdicts("Verdicts", _verdicts(arms, across, prepared))
+    if "fig_verified" in paths:
+        doc.figure("The verified candidates: each one's step against its arm's own, with its "
+                   "interval", paths["fig_verified"], open_=True)
     _peer_sections(doc, arms, out, paths)
     doc.heading("Details")
     for title, content in _details(arms, spread, prepared, bench_points, runs):
@@ -83,9 +86,16 @@ def _figures(arms: list[Arm], table: pd.DataFrame, folder: Path, paths: dict[str
     paths["fig_breakdown"] = figures.figure_breakdown(arms, folder / "step_breakdown.png")
     paths["fig_steps"] = figures.figure_steps(arms, folder / "step_time.png")
     paths["fig_published"] = figures.figure_published(table, folder / "published_vs_measured.png")
-    for run in runs:
+    for run in runs:  # each run's own: logged on its MLflow run under one name in every run
         paths[f"fig_queues_{run.name}"] = figures.figure_queues(run, folder / f"queues_{run.name}.png")
-    figs = [("Step time per step", paths["fig_steps"]),
+        figures.figure_verified([run], folder / f"verified_{run.name}.png")
+        figures.figure_step_distribution([run], folder / f"steps_{run.name}.png")
+    paths["fig_distribution"] = figures.figure_step_distribution(arms, folder / "step_distribution.png")
+    verified = figures.figure_verified(arms, folder / "verified.png")
+    if verified is not None:
+        paths["fig_verified"] = verified
+    figs = [("Step time distribution: gap against compute", paths["fig_distribution"]),
+            ("Step time per step", paths["fig_steps"]),
             ("Published vs measured", paths["fig_published"])]
     figs += [(f"Data queues: {a.name}", paths[f"fig_queues_{a.name}"]) for a in arms]
     scaling_fig = scaling.figure_scaling(arms, folder / "scaling.png")

@@ -170,3 +170,28 @@ def test_the_autotune_arm_runs_without_dataset_profiling():
     assert cfg.pipeline.num_parallel_workers is None  # AutoTune starts from the baseline
     with pytest.raises(ConfigError, match="cannot run with dataset profiling"):
         compose_run_config(["experiment=autotune", "profiler=light"])
+
+
+def test_an_accelerator_this_install_lacks_is_refused_at_composition_in_one_sentence():
+    """size=paper trains on a GPU: on a CPU-only MindSpore the DAG refuses before any data is
+    built; the override the sentence names makes it run."""
+    from perfstudy.common import device
+    from perfstudy.orchestrate.study import compose_arm
+    from perfstudy.orchestrate.workflow_config import Workflow
+
+    if device.available("GPU"):
+        pytest.skip("this MindSpore has a GPU build")
+    assert device.available("CPU")
+    flow = {"study": "s", "results": "r", "overrides": ["size=paper"],
+            "studies": {"s": {"arms": {"baseline": ["experiment=baseline"]}}}}
+    with pytest.raises(ConfigError) as error:
+        compose_arm(Workflow.of(flow), "s", "baseline")
+    sentence = str(error.value)
+    assert "\n" not in sentence and sentence.startswith("Study 's', arm 'baseline': ")
+    assert "trainer.device_target=GPU (set by the config files at size=paper)" in sentence
+    assert "add trainer.device_target=CPU to the overrides" in sentence
+    flow["overrides"].append("trainer.device_target=CPU")
+    assert compose_arm(Workflow.of(flow), "s", "baseline").trainer.device_target == "CPU"
+    flow["overrides"][-1] = "trainer.device_target=Ascend"
+    with pytest.raises(ConfigError, match=r"device_target=Ascend is not available"):
+        compose_arm(Workflow.of(flow), "s", "baseline")
