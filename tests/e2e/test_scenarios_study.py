@@ -61,7 +61,10 @@ def test_scenarios_are_diagnosed_swept_scored_and_tracked(tmp_path):
     sweep = swept.sweep
     assert [p.label for p in sweep.points] == ["1", "1 (processes)", "2", "2 (processes)"]
     assert sweep.points[3].settings["pipeline.extra_transform_workers:multiprocessing"] is True
-    assert 3 <= len(sweep.rounds.orders) <= 4 and all(sorted(o) == [0, 1, 2, 3] for o in sweep.rounds.orders)
+    orders = sweep.rounds.orders
+    assert 3 <= len(orders) <= 4 and all(sorted(o) == [0, 1, 2, 3] for o in orders[:3])
+    # after min_rounds a setting settled out of the race leaves; no setting twice in a round
+    assert all(len(set(o)) == len(o) and set(o) <= {0, 1, 2, 3} for o in orders)
     assert {p.near for p in sweep.placed()} <= {"holds", "does not hold", "undecided"}
 
     report = tmp_path / "report" / "scenarios"
