@@ -50,7 +50,7 @@ def commands(pages: list[Path] = PAGES) -> list[Command]:
         pending: list[str] = []
         start = 0
         for number, line in enumerate(lines, 1):
-            if line.startswith("```"):
+            if line.lstrip().startswith("```"):  # a fence, indented in a list too
                 inside = line.strip() == "```bash"
                 continue
             if not inside or (not pending and (not line.strip() or line.lstrip().startswith("#"))):
@@ -205,22 +205,25 @@ def _sandbox(root: Path) -> Sandbox:
     return Sandbox(root, env)
 
 
-def _blocks() -> list[list[Command]]:
-    """The commands grouped by page (an export on a page carries to its later commands)."""
-    pages: dict[str, list[Command]] = {}
+def _cases() -> list[tuple[Command, list[Command]]]:
+    """Each distinct command once (the first page that shows it), with the exports before it on
+    its page (they carry to it, as in a shell that ran the page's commands in order)."""
+    cases, seen, exports = [], set(), {}
     for cmd in commands():
-        pages.setdefault(cmd.page, []).append(cmd)
-    return list(pages.values())
+        if rule_for(cmd) is _export:
+            exports.setdefault(cmd.page, []).append(cmd)
+        elif cmd.text not in seen:
+            seen.add(cmd.text)
+            cases.append((cmd, list(exports.get(cmd.page, []))))
+    return cases
 
 
-@pytest.mark.parametrize("page", _blocks(), ids=lambda cmds: cmds[0].page)
-def test_each_documented_command_runs_as_written(page, tmp_path):
+@pytest.mark.parametrize("cmd, exports", [pytest.param(c, e, id=f"{c.page}:{c.line}")
+                                          for c, e in _cases()])
+def test_each_documented_command_runs_as_written(cmd, exports, tmp_path):
     box = _sandbox(tmp_path)
-    seen: set[str] = set()
-    for cmd in page:
-        if cmd.text in seen:
-            continue
-        seen.add(cmd.text)
-        check = rule_for(cmd)
-        assert check is not None, f"no rule for {cmd}"
-        check(box, cmd)
+    for export in exports:
+        _export(box, export)
+    check = rule_for(cmd)
+    assert check is not None, f"no rule for {cmd}"
+    check(box, cmd)

@@ -144,9 +144,14 @@ def render(page: FrontPage) -> str:
               f"{fmt(a.step_ms, 'number')} ms | {fmt(a.gap_share, 'percent')} | "
               f"{fmt(a.speedup, 'times')} |" for a in page.arms]
     lines += ["", f"![Step breakdown per arm: gap, forward+backward and tail]({page.figure})", "",
-              "Each arm's answer, measured before it was given:", ""]
-    lines += [f"- {v}" for v in page.verdicts]
+              "Each arm's answer, measured before it was given (its start):", ""]
+    lines += [f"- {_short(v)}" for v in page.verdicts]
     return "\n".join([*lines, "", END])
+
+
+def _short(text: str, limit: int = 170) -> str:
+    """A verdict cut at a word before `limit` characters (the whole one is in the report)."""
+    return text if len(text) <= limit else text[:limit].rsplit(" ", 1)[0] + " … (the report has it whole)"
 
 
 def replace_block(readme: str, block: str) -> str:
