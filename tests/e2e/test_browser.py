@@ -41,7 +41,13 @@ def test_the_report_renders_with_every_image_and_answers_on_its_first_screen(stu
     assert page["ready"] and page["errors"] == [], page["errors"]
     value = page["value"]
     card = json.loads((study / "report/seed_case/scorecard.json").read_text())
-    assert len(value["images"]) == 8 and all(ok and width > 0 for _, ok, width in value["images"])
+    assert all(ok and width > 0 for _, ok, width in value["images"]), value["images"]
+    titles = [title for title, _, _ in value["images"]]
+    assert {"Where a step's time goes, per arm", "Step time distribution: gap against compute",
+            "Step time per step", "Published vs measured",
+            *(f"Data queues: {arm}" for arm in ARMS)} <= set(titles), titles
+    assert any(t.startswith("The verified candidates") for t in titles), titles
+    assert len(titles) == len(set(titles))  # no figure drawn twice
     assert value["lead"] == card["headline"]
     assert value["firstSection"] == "Did the case study reproduce here?"
     assert value["scorecardTop"] < value["height"]  # the answer is on the first screen
