@@ -20,7 +20,6 @@ from typing import Any
 import mindspore as ms
 import numpy as np
 import pandas as pd
-from mindspore.dataset import config as ds_config
 
 from perfstudy.common import config as config_mod
 from perfstudy.common.io import check_writable, write_csv, write_json
@@ -177,7 +176,7 @@ def measure(cfg, train_step: TrainStep, source: str, run_dir: Path,
     pipeline after them: placement=after)."""
     # Surplus batches: the pipeline must still be working when the last step runs, or the
     # last steps run without it and look faster than the steady state.
-    surplus = cfg.pipeline.prefetch_size or ds_config.get_prefetch_size()
+    surplus = pipeline.batches_ahead(cfg.pipeline)
     seed = run_seed(cfg)
     pipeline.plan_orders(source, cfg.pipeline, {  # every pipeline of this run, by seed
         seed: cfg.trainer.steps + surplus, seed + 1: cfg.trainer.calibration_batches + 1,

@@ -112,9 +112,9 @@ def measure_window(step_fn: StepFn, source: str, cfg, settings: Settings, seed: 
     ver = cfg.verify
     most = window_steps(ver)
     first = 1 + ver.warmup_steps
-    surplus = pipe_cfg.prefetch_size or 2
     started = time.perf_counter()
-    dataset = pipeline.create_train_dataset(source, pipe_cfg, most + surplus, seed)
+    dataset = pipeline.create_train_dataset(source, pipe_cfg, most + pipeline.batches_ahead(pipe_cfg),
+                                            seed)
     iterator = dataset.create_tuple_iterator(num_epochs=1)
     records: list[steptrace.StepTimes] = []
     found = steptrace.CycleEstimate(None, first, first, "no steps")

@@ -115,3 +115,44 @@ def test_a_python_operation_inside_the_articles_map_runs_on_every_image(smoke_da
     assert images.shape == (4, 3, 32, 32)  # the op runs after HWC2CHW and returns it unchanged
     maps = [n for n in pipeline.describe(dataset, cfg.pipeline) if n["op_type"] == "Map"]
     assert len(maps) == 1 and maps[0]["operations"][-1] == "Gate"
+
+
+@pytest.mark.parametrize("prefetch,batch", [(2, 4), (2, 1), (4, 8)])
+def test_a_running_pipeline_reads_no_further_ahead_than_the_bound(prefetch, batch):
+    """A measured window's source outlasts it by pipeline.batches_ahead: a real MindSpore
+    pipeline (a source counting the rows pulled, a two-worker map, batch), one batch taken,
+    then left idle until it stops reading, never holds more batches than the bound (with the
+    old bound, prefetch_size itself, it held 5x more and a window's last steps ran dry)."""
+    import threading
+    import time
+
+    import mindspore.dataset as ds
+    import numpy as np
+    from omegaconf import OmegaConf
+
+    pulled, lock = [0], threading.Lock()
+
+    def rows():
+        for i in range(100_000):
+            with lock:
+                pulled[0] += 1
+            yield np.zeros((8, 8, 3), np.uint8), np.array(i % 2, np.int32)
+
+    before = ds.config.get_prefetch_size()
+    ds.config.set_prefetch_size(prefetch)
+    try:
+        data = ds.GeneratorDataset(rows, ["image", "label"], shuffle=False, python_multiprocessing=False)
+        data = data.map(lambda x: x, input_columns=["image"], num_parallel_workers=2)
+        iterator = data.batch(batch, drop_remainder=True).create_tuple_iterator(num_epochs=1)
+        next(iterator)
+        seen, still = -1, 0
+        while still < 10:  # idle until the count stops moving for a second
+            time.sleep(0.1)
+            with lock:
+                still, seen = (still + 1, seen) if pulled[0] == seen else (0, pulled[0])
+        iterator.stop()
+    finally:
+        ds.config.set_prefetch_size(before)
+    ahead = seen / batch - 1
+    bound = pipeline.batches_ahead(OmegaConf.create({"prefetch_size": prefetch, "batch_size": batch}))
+    assert prefetch < ahead <= bound, (ahead, bound)

@@ -77,9 +77,17 @@ def test_the_own_setting_and_the_candidates_are_measured_in_the_same_rounds(smok
     assert again.orders[:2] == found.orders[:2]  # the order is the seed's, not the clock's
 
 
-def test_a_window_ends_once_drained_with_its_counted_steps(smoke_dataset):
+def test_a_window_ends_once_drained_with_its_counted_steps(smoke_dataset, monkeypatch):
     """A pipeline that sleeps 30 ms per image (batch 4: 120 ms) and a 10 ms 'network': the
-    buffered batches are drained, min_steps are counted, the step is the pipeline's."""
+    buffered batches are drained, min_steps are counted, the step is the pipeline's; the
+    window's source outlasts its steps by what a pipeline reads ahead (never runs dry)."""
+    from perfstudy.run import pipeline
+
+    asked = []
+    real = pipeline.create_train_dataset
+    monkeypatch.setattr(pipeline, "create_train_dataset",
+                        lambda root, pipe_cfg, num_batches, *a, **kw:
+                        asked.append(num_batches) or real(root, pipe_cfg, num_batches, *a, **kw))
     cfg = compose_run_config(["size=smoke", "experiment=io_wait", "pipeline.extra_transform_args.milliseconds=30",
                               "verify.min_steps=3", "verify.max_steps=8"])
 
@@ -94,6 +102,7 @@ def test_a_window_ends_once_drained_with_its_counted_steps(smoke_dataset):
     out = verify.measure_window(step_fn, root, cfg, {KEY: 1}, seed=5, first_index=100)
     assert out.step_ms is not None and out.steps_counted == 3 and out.steps <= 9
     assert 100 < out.step_ms < 400 and out.gap_share > 0.5  # the pipeline binds
+    assert asked == [verify.window_steps(cfg.verify) + pipeline.batches_ahead(cfg.pipeline)]
 
 
 def test_a_sweep_measures_every_setting_in_rounds_and_places_each(smoke_dataset):
