@@ -47,6 +47,7 @@ def test_the_report_renders_with_every_image_and_answers_on_its_first_screen(stu
             "Step time per step", "Published vs measured",
             *(f"Data queues: {arm}" for arm in ARMS)} <= set(titles), titles
     assert any(t.startswith("The verified candidates") for t in titles), titles
+    assert "Each claim across the recorded runs on this machine kind" in titles
     assert len(titles) == len(set(titles))  # no figure drawn twice
     assert value["lead"] == card["headline"]
     assert value["firstSection"] == "Did the case study reproduce here?"

@@ -78,7 +78,7 @@ def test_report_has_published_and_measured_numbers_and_figures(study):
     published = table[(table["source"] == "published") & (table["arm"] == "tuned")].iloc[0]
     assert published["steady_step_ms"] == pytest.approx(18.07)
     for name in ("step_breakdown.png", "step_time.png", "published_vs_measured.png",
-                 "step_distribution.png", "verified.png"):
+                 "step_distribution.png", "verified.png", "claim_history.png"):
         assert (report / "figures" / name).read_bytes()[:4] == b"\x89PNG"
     md = (report / "report.md").read_text()
     assert "72.8" in md or "73" in md
@@ -269,6 +269,8 @@ def test_mlflow_holds_one_parent_and_one_child_per_arm(study):
         assert child.data.tags["perfstudy.recommendation"] in description
     parent_artifacts = {a.path for a in client.list_artifacts(parents[0].info.run_id)}
     assert {"report.html", "report.md", "comparison.csv", "scorecard.json"} <= parent_artifacts
+    figures = {a.path for a in client.list_artifacts(parents[0].info.run_id, "figures")}
+    assert "figures/claim_history.png" in figures  # each claim across the recorded runs
     card = json.loads((study / "report/seed_case/scorecard.json").read_text())
     tags = parents[0].data.tags
     assert tags["perfstudy.claims"] == card["headline"]
@@ -367,7 +369,7 @@ def test_snakemake_report_renders_the_registered_outputs(study):
     assert target.stat().st_size > 10_000
     out = result.stdout + result.stderr
     every = ("queues", "verified", "steps")  # every figure registered
-    for figure in ["scaling.png", "verified.png", "step_distribution.png",
+    for figure in ["scaling.png", "verified.png", "step_distribution.png", "claim_history.png",
                    *(f"{kind}_{arm}.png" for arm in ARMS for kind in every)]:
         assert f"Adding {figure}" in out, figure
 

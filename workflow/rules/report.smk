@@ -26,6 +26,8 @@ rule make_report:
                         caption="../report/verified.rst", category="Figures"),
         step_distribution=report(f"{RESULTS}/report/{{study}}/figures/step_distribution.png",
                                  caption="../report/step_distribution.rst", category="Figures"),
+        claim_history=report(f"{RESULTS}/report/{{study}}/figures/claim_history.png",
+                             caption="../report/claim_history.rst", category="Figures"),
         **{f"verified_{arm}": report(f"{RESULTS}/report/{{study}}/figures/verified_{arm}.png",
                                      caption="../report/verified.rst", category="Figures",
                                      subcategory="Verified candidates", labels={"arm": arm})

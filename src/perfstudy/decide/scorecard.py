@@ -30,6 +30,16 @@ RESULTS = ("holds", "does not hold", "inconclusive", "not scored")
 
 
 @dataclass(frozen=True)
+class RunPoint:
+    """A claim in one recorded run: its verdict, and its value with its interval (numeric)."""
+
+    result: str = doc("holds | does not hold | inconclusive")
+    value: float | None = doc("its value (the median over that run's repeats)", default=None)
+    low: float | None = doc("its interval's low end (None: not recorded)", default=None)
+    high: float | None = doc("its interval's high end (None: not recorded)", default=None)
+
+
+@dataclass(frozen=True)
 class ClaimHistory:
     """A claim's line across the study's recorded runs on this machine kind."""
 
@@ -41,6 +51,8 @@ class ClaimHistory:
     values: list[float] | None = doc("its value in each run (numeric claims)", default=None)
     spread: float | None = doc("max - min across the runs (or its interval's width)", default=None)
     margin: float | None = doc("distance of this run's value to the nearest bound", default=None)
+    points: list[RunPoint] | None = doc("each recorded run's point, oldest first, this one last "
+                                        "(the claim-history figure draws them)", default=None)
 
 
 @dataclass(frozen=True)
@@ -69,6 +81,8 @@ class ClaimResult:
                                     "or 'order-statistic' with its exact coverage",
                                     default=None)
     history: ClaimHistory | None = doc("its line across the recorded runs", default=None)
+    at_least: float | None = doc("the bound's low end (numeric claims; None: none)", default=None)
+    at_most: float | None = doc("the bound's high end (numeric claims; None: none)", default=None)
 
 
 @dataclass(frozen=True)
@@ -87,6 +101,8 @@ class PastClaim:
 
     result: str | None = None  # holds | does not hold | inconclusive (None: not logged)
     value: float | None = None  # its median
+    low: float | None = None  # its interval, where logged
+    high: float | None = None
 
 
 @dataclass(frozen=True)
@@ -111,7 +127,7 @@ class History:
 class Scorecard:
     """The study's claims, scored (scorecard.json): shown first in the report."""
 
-    SCHEMA_VERSION = 2  # 2: interval_kind is "range" below 6 repeats, else "order-statistic <coverage>"
+    SCHEMA_VERSION = 3  # 2: interval_kind "range" below 6 repeats, else "order-statistic <coverage>"; 3: bounds, history points
     KIND = "scorecard (scorecard.json)"
     RERUN = "make the report again with this code (snakemake --cores all --forcerun report)"
 
@@ -262,6 +278,7 @@ def _scored(claim: Claim, contexts: list) -> ClaimResult:
               Judgement(measured=None, measured_text="-", passed=None, result="not scored", repeats=0))
     return ClaimResult(id=claim.id, claim=claim.claim, source=claim.source, metric=claim.metric,
                        arm=claim.arm, against=claim.against, check=claim.check_text(kind),
+                       at_least=claim.at_least, at_most=claim.at_most,
                        published=claim.published, published_text=fmt(claim.published, kind),
                        note=claim.note, detail=details[0] if values else why,
                        **dataclasses.asdict(judged))
@@ -377,8 +394,13 @@ def _line(entry: ClaimResult, claim: Claim, mine: list[PastRun], others: int) ->
                    f"across the runs ({_delta(spread, kind)})")
     if why:
         text += f"; fragile: {why}"
+    low, high = entry.interval or ((entry.measured, entry.measured) if numeric else (None, None))
+    points = [RunPoint(result=p.result, value=p.value, low=p.low, high=p.high) for p in past]
+    points.append(RunPoint(result=entry.result, value=float(entry.measured) if numeric else None,
+                           low=None if low is None else float(low),
+                           high=None if high is None else float(high)))
     return ClaimHistory(runs=runs, held=held, text=text, fragile=why is not None, why=why,
-                        values=values, spread=spread, margin=margin)
+                        values=values, spread=spread, margin=margin, points=points)
 
 
 def _delta(value: float, kind: str) -> str:

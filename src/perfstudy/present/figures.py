@@ -202,3 +202,66 @@ def figure_step_distribution(arms: list[Arm], path: Path) -> Path:
     fig.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(fig)
     return path
+
+
+RESULT_COLOURS = {"holds": "#2ca02c", "does not hold": "#d62728", "inconclusive": "#7f7f7f"}
+
+
+def figure_claim_history(card, path: Path) -> Path | None:
+    """Each numeric claim across the study's recorded runs on this machine kind, oldest first,
+    this run last: its value with its interval, coloured by the verdict it got, beside its
+    bound. The file is always drawn (the workflow registers it); None, with a figure that says
+    why, when the study has no numeric claim measured."""
+    from perfstudy.decide.claims import METRICS
+
+    claims = [c for c in card.claims if c.history is not None and c.history.points
+              and any(p.value is not None for p in c.history.points)]
+    if not claims:
+        fig, ax = plt.subplots(figsize=(6.4, 1.2), layout="constrained")
+        ax.axis("off")
+        ax.text(0.5, 0.5, "Not drawn: this study has no claims file, or none of its claims "
+                "was measured as a number", ha="center", va="center", wrap=True, fontsize=9)
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        return None
+    cols = 2
+    rows = -(-len(claims) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(7.6, 0.6 + 1.55 * rows), layout="constrained",
+                             squeeze=False)
+    seen: set[str] = set()
+    for ax, claim in zip(axes.flat, claims, strict=False):
+        kind = METRICS[claim.metric][1]
+        scale = 100.0 if kind == "percent" else 1.0
+        points = claim.history.points
+        for x, p in enumerate(points, start=1):
+            if p.value is None:
+                continue
+            colour = RESULT_COLOURS.get(p.result, "black")
+            if p.low is not None and p.high is not None:
+                ax.plot([x, x], [p.low * scale, p.high * scale], color=colour, lw=2.2,
+                        solid_capstyle="butt")
+            last = x == len(points)
+            ax.scatter([x], [p.value * scale], color=colour, s=46 if last else 26, zorder=3,
+                       edgecolors="black" if last else colour)
+            seen.add(p.result)
+        for bound, style in ((claim.at_least, "--"), (claim.at_most, ":")):
+            if bound is not None:
+                ax.axhline(bound * scale, color="black", lw=0.9, ls=style)
+        ax.set_xlim(0.4, len(points) + 0.6)
+        ax.set_xticks(range(1, len(points) + 1))
+        ax.tick_params(labelsize=7)
+        unit = {"percent": "%", "times": "x"}.get(kind)
+        if unit:
+            ax.set_ylabel(unit, fontsize=7)
+        ax.set_title(f"{claim.id} ({claim.check})" if claim.check else claim.id, fontsize=8)
+    for ax in list(axes.flat)[len(claims):]:
+        ax.axis("off")
+    fig.suptitle("Each claim across the recorded runs on this machine kind, oldest first (outlined: "
+                 "this run)\nvalue and interval, coloured by verdict; dashed: at least, dotted: at most",
+                 fontsize=9)
+    handles = [plt.Line2D([], [], marker="o", ls="", color=RESULT_COLOURS[r], label=r)
+               for r in RESULT_COLOURS if r in seen]
+    fig.legend(handles=handles, loc="outside lower center", ncols=3, fontsize=7, frameon=False)
+    fig.savefig(path, dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    return path

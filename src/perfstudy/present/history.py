@@ -2,7 +2,7 @@
 
 Every time track_study logs a scorecard, each claim's verdict and value are logged on the
 study's parent run as metrics (`claim/<id>/result`: 1 holds, 0 does not hold, 0.5
-inconclusive; `claim/<id>/median`), stamped with the results' own end time: a study run again
+inconclusive; `claim/<id>/median`, `/low`, `/high`), stamped with the results' own end time: a study run again
 on new results adds a point, the same results logged twice add none. A parent run carries
 the identity its points are comparable under (`context`): the study, its claims file, the
 config hash of every arm and the machine kind (CPU model, usable CPUs). The history of a run
@@ -83,7 +83,8 @@ def read(uri: str, experiment_name: str, ctx: dict[str, str], claim_ids: list[st
             for parent in parents:
                 recorded_on = parent.data.tags.get(f"{TAG}machine", "unknown machine")
                 for cid in claim_ids:
-                    for kind, name in (("result", "result"), ("value", "median")):
+                    for kind, name in (("result", "result"), ("value", "median"), ("low", "low"),
+                                       ("high", "high")):
                         for m in client.get_metric_history(parent.info.run_id, f"claim/{cid}/{name}"):
                             if exclude_stamp is not None and m.timestamp == exclude_stamp:
                                 continue  # these very results, logged before
@@ -92,7 +93,8 @@ def read(uri: str, experiment_name: str, ctx: dict[str, str], claim_ids: list[st
     except mlflow_store.TrackingError as exc:
         return History(records=[], machine=machine, error=str(exc))
     records = [PastRun(stamp=stamp, machine=recorded_on, claims={
-                   cid: PastClaim(result=RESULT_NAME.get(e.get("result")), value=e.get("value"))
+                   cid: PastClaim(result=RESULT_NAME.get(e.get("result")), value=e.get("value"),
+                                  low=e.get("low"), high=e.get("high"))
                    for cid, e in claims.items()})
                for (_, stamp, recorded_on), claims in sorted(points.items(), key=lambda p: p[0][1])]
     return History(records=records, machine=machine)

@@ -49,6 +49,10 @@ def build(study: str, runs: list[Arm], out_dir: str | Path, card: Scorecard) -> 
         paths["scenarios"] = write_csv(out / "scenarios.csv", bench)
         write_csv(out / "scenario_predictions.csv", bench_points)
     figs = _figures(arms, table, out / "figures", paths, runs)
+    history_fig = figures.figure_claim_history(card, out / "figures" / "claim_history.png")
+    if history_fig is not None:  # the scorecard's claims across the recorded runs, first
+        paths["fig_claim_history"] = history_fig
+        figs.insert(0, ("Each claim across the recorded runs on this machine kind", history_fig))
     doc = document.Document(f"Study {study}: {sentences.models(arms)} input-pipeline tuning")
     scored = bool(card.claims)
     doc.lead(card.headline if scored else scenarios.summary_line(scores) or None)

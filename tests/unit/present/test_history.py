@@ -33,8 +33,10 @@ def _card(gap, fast, culprit="pipeline.num_parallel_workers"):
 
 def _log_point(client, parent, card, stamp):
     metrics = history.result_metrics(card)
-    metrics.update({f"claim/{c.id}/median": c.measured for c in card.claims
-                    if not isinstance(c.measured, str)})
+    for c in card.claims:
+        if not isinstance(c.measured, str):
+            metrics.update({f"claim/{c.id}/median": c.measured, f"claim/{c.id}/low": 0.9 * c.measured,
+                            f"claim/{c.id}/high": 1.1 * c.measured})
     tracking.log_study(client, parent, metrics=metrics, tags={}, artifacts=[], stamp_ms=stamp)
 
 
@@ -61,7 +63,8 @@ def test_a_second_run_sees_the_first_and_a_straddling_claim_is_fragile(tmp_path)
     _log_point(client, parent, _card(gap=0.027, fast=1.50), stamp=1_000)  # logged again: no point
     found = history.read(uri, "perfstudy/s", ctx, ["gap", "fast", "culprit"])
     assert found.error is None and [r.stamp for r in found.records] == [1_000]
-    assert found.records[0].claims["gap"] == PastClaim(result="holds", value=0.027)
+    assert found.records[0].claims["gap"] == PastClaim(result="holds", value=0.027, low=0.9 * 0.027,
+                                                       high=1.1 * 0.027)
 
     card = scorecard.with_history(_card(gap=0.136, fast=1.48), SPEC, found, MACHINE)
     by_id = {c.id: c.history for c in card.claims}
@@ -71,6 +74,28 @@ def test_a_second_run_sees_the_first_and_a_straddling_claim_is_fragile(tmp_path)
     assert (by_id["fast"].held, by_id["fast"].runs, by_id["fast"].fragile) == (2, 2, False)
     assert by_id["culprit"].text == "held in 2 of 2 runs on this machine kind"
     assert card.fragile == ["gap"] and "Fragile across the 2 recorded runs" in card.headline
+    # each run's point, oldest first, this one last: what the claim-history figure draws
+    gap = by_id["gap"].points
+    assert [(p.result, p.value) for p in gap] == [("holds", 0.027), ("does not hold", 0.136)]
+    assert (gap[0].low, gap[0].high) == (0.9 * 0.027, 1.1 * 0.027) and gap[1].low == 0.136
+    assert [p.value for p in by_id["culprit"].points] == [None, None]
+
+
+def test_the_claim_history_figure_draws_each_numeric_claim_beside_its_bound(tmp_path):
+    import matplotlib.image
+
+    from perfstudy.present import figures
+
+    found = History(records=[PastRun(stamp=1, machine=MACHINE, claims={
+        "gap": PastClaim(result="holds", value=0.01, low=0.0, high=0.02),
+        "fast": PastClaim(result="inconclusive", value=1.2, low=1.0, high=1.4)})], machine=MACHINE)
+    card = scorecard.with_history(_card(gap=0.02, fast=1.3), SPEC, found, MACHINE)
+    drawn = figures.figure_claim_history(card, tmp_path / "history.png")
+    assert drawn is not None and matplotlib.image.imread(drawn).shape[0] > 150
+    text_only = Scorecard(title="", reference="", claims=[c for c in card.claims if c.id == "culprit"],
+                          scored=1, held=1, inconclusive=0, not_scored=0, repeats=1, headline="")
+    assert figures.figure_claim_history(text_only, tmp_path / "none.png") is None
+    assert matplotlib.image.imread(tmp_path / "none.png").shape[0] < 200  # says why, for the DAG
 
 
 def test_a_margin_inside_the_spread_across_runs_is_fragile_even_when_both_runs_hold(tmp_path):
