@@ -66,15 +66,19 @@ def from_calibration(path: Path) -> dict[str, tuple[list, list, set[int]]]:
 def line(size: str, found: Components, min_steps: set[int]) -> str:
     best = found.best_steps
     now = found.counted_steps
+    caveat = (f" CONFOUNDED: {100 * (1 - found.length_within_share):.0f} % of the windows' length "
+              "variation lies between comparisons, whose own noise differs: do not size the windows "
+              "from this split (at cpu_demo it said 'shorter'; 2 counted steps made the two-worker "
+              "windows noisier, docs/measurement.md)." if found.confounded else "")
     text = (f"{size}: {found.pairs} paired rounds; a window's variance {found.between_log_var:.4f} "
             f"(log) of its own + {found.within_log_var:.4f} / its counted steps; a window costs "
             f"{found.overhead_s:.1f} s + {found.step_s:.2f} s per step, {now:.1f} counted steps now "
             f"(verify.min_steps {', '.join(str(s) for s in sorted(min_steps))}). ")
     if math.isinf(best):
-        return text + "The windows add no variance of their own: longer windows are cheaper."
+        return text + "The windows add no variance of their own: longer windows are cheaper." + caveat
     ratio = found.cost_per_precision(max(best, 1.0)) / found.cost_per_precision(now)
     return text + (f"Cheapest at {best:.1f} counted steps: a decision would cost {ratio:.2f}x what it "
-                   f"costs at {now:.1f}.")
+                   f"costs at {now:.1f}.") + caveat
 
 
 def main() -> None:

@@ -48,6 +48,17 @@ class Components:
     counted_steps: float = doc("the windows' mean counted steps (n now)")
     overhead_s: float = doc("c0: a window's wall time beyond its counted steps (start-up, drain)")
     step_s: float = doc("c1: one step's wall time")
+    length_within_share: float = doc(
+        "how much of the windows' length variation lies within comparisons (1: all; near 0: the "
+        "lengths differ between comparisons, whose noise differs too: the split is confounded)",
+        default=1.0)
+
+    @property
+    def confounded(self) -> bool:
+        """The lengths vary mostly between comparisons: the split may read one comparison's own
+        noise as the windows' length (seen at cpu_demo: quiet one-worker windows of 4 steps,
+        noisy two-worker ones of 8 read as 'no variance per step')."""
+        return self.length_within_share < 0.5
 
     @property
     def best_steps(self) -> float:
@@ -101,14 +112,16 @@ def components(pairs: Sequence[PairedRound], costs: Sequence[WindowCost],
     groups: dict[str, list[PairedRound]] = {}
     for p in pairs:
         groups.setdefault(p.comparison, []).append(p)
-    ys, hs = [], []
+    ys, hs, within = [], [], 0.0
     for group in groups.values():
         if len(group) < min_rounds:
             continue
         logs = np.array([p.log_ratio for p in group])
         scale = len(group) / (len(group) - 1)
         ys.extend(((logs - logs.mean()) ** 2 * scale).tolist())
-        hs.extend(1 / p.counted_reference + 1 / p.counted_candidate for p in group)
+        h_group = np.array([1 / p.counted_reference + 1 / p.counted_candidate for p in group])
+        hs.extend(h_group.tolist())
+        within += float(np.sum((h_group - h_group.mean()) ** 2))
     if len(ys) < 6 or not costs or float(np.ptp(hs)) <= 0:
         return None
     h, y = np.asarray(hs), np.asarray(ys)
@@ -118,6 +131,8 @@ def components(pairs: Sequence[PairedRound], costs: Sequence[WindowCost],
     elif intercept < 0:  # none of the windows' own: all of it their steps'
         slope, intercept = float(np.sum(h * y) / np.sum(h * h)), 0.0
     overhead = [max(c.wall_s - c.step_ms / 1e3 * c.counted, 0.0) for c in costs]
+    total = float(np.sum((h - h.mean()) ** 2))
     return Components(len(ys), float(slope), float(intercept) / 2,
                       float(np.mean([c.counted for c in costs])), float(np.mean(overhead)),
-                      float(np.mean([c.step_ms for c in costs])) / 1e3)
+                      float(np.mean([c.step_ms for c in costs])) / 1e3,
+                      length_within_share=within / total if total > 0 else 1.0)

@@ -7,7 +7,7 @@ import pytest
 
 from perfstudy.measure import rounds
 from perfstudy.measure.rounds import Schedule, Window
-from perfstudy.measure.window_size import Components, components, from_rounds
+from perfstudy.measure.window_size import Components, PairedRound, WindowCost, components, from_rounds
 
 
 def made_rounds(between_sd, within_sd, seed, n_rounds=12, overhead_s=2.0):
@@ -91,3 +91,21 @@ def test_a_calibration_can_vary_its_windows_lengths():
     longer = with_min_steps(cfg, 8)
     assert (longer.verify.min_steps, longer.verify.max_steps) == (8, 18)
     assert cfg.verify.min_steps == 3  # a copy
+
+
+def test_lengths_that_differ_between_comparisons_are_said_to_confound_the_split():
+    """cpu_demo's shape: a quiet comparison's windows count 4 steps, a noisy one's 8 (the cycle
+    rule moves each a step). Across the two, short windows look quiet and long ones noisy, so
+    the split reads it all as the windows' own and would say 'shorter': it is marked
+    confounded instead; the simulated runs above, lengths varying within each, are not."""
+    rng = np.random.default_rng(3)
+    pairs, costs = [], []
+    for run in range(40):
+        for _ in range(4):
+            for name, sd, steps in (("quiet", 0.03, 4), ("noisy", 0.25, 8)):
+                n = steps + int(rng.integers(0, 2))
+                pairs.append(PairedRound(f"{name}{run}", float(rng.normal(0, sd)), n, n))
+                costs.append(WindowCost(10.0, 1000.0, n))
+    found = components(pairs, costs)
+    assert found is not None and found.confounded and found.length_within_share < 0.2
+    assert not pooled(0.05, 0.15, runs=10).confounded
