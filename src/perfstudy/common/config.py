@@ -145,6 +145,10 @@ def _validate_verify(cfg: DictConfig) -> None:
         raise ConfigError(f"verify.min_steps is {ver.min_steps} and verify.max_steps "
                           f"{ver.max_steps}; use 2 <= min_steps <= max_steps (a window's noise "
                           "needs two steps).")
+    if ver.steady_steps and not ver.min_steps <= ver.steady_steps <= ver.max_steps:
+        raise ConfigError(f"verify.steady_steps is {ver.steady_steps}; use 0 (2 x min_steps) or a "
+                          f"count from verify.min_steps ({ver.min_steps}) to verify.max_steps "
+                          f"({ver.max_steps}).")
     if not 2 <= ver.min_rounds <= ver.max_rounds:
         raise ConfigError(f"verify.min_rounds is {ver.min_rounds} and verify.max_rounds "
                           f"{ver.max_rounds}; use 2 <= min_rounds <= max_rounds (an interval "

@@ -253,6 +253,10 @@ class VerifyConfig:
     # the most steps one window runs; one whose buffered batches are not drained by then is
     # not steady and pairs nothing in its round
     max_steps: int = 12
+    # steps a window whose pipeline keeps up (rarely waits) averages (0: 2 x min_steps). Its
+    # error is the change in what the pipeline holds ahead over the window, so it falls as
+    # 1/steps: such windows want to be long (docs/measurement.md)
+    steady_steps: int = 0
     min_rounds: int = 3  # rounds run whatever the budget says (fewer make no interval)
     max_rounds: int = 12  # rounds at most; fewer once every candidate is decided
     # what the rounds may cost, as a share of the training's wall time before them: a round

@@ -185,7 +185,8 @@ class CycleEstimate:
     rule: str
 
 
-def cycle_estimate(frame: pd.DataFrame, first_candidate: int, min_steps: int) -> CycleEstimate:
+def cycle_estimate(frame: pd.DataFrame, first_candidate: int, min_steps: int,
+                   steady_steps: int = 0) -> CycleEstimate:
     """The step of a window from whole cycles of its pipeline, never from steps taken one by
     one as independent (a slow step lets the queue fill; the next ones are fast).
 
@@ -196,9 +197,11 @@ def cycle_estimate(frame: pd.DataFrame, first_candidate: int, min_steps: int) ->
     step, whatever batches were buffered before the first (the drain) and however bursty its
     workers (two workers finishing together give a slow step then a fast one: both counted).
     A window whose steps rarely wait (at most a quarter of them) is the network's: the mean of
-    its steps, once it has run 2 x min_steps steps (fast steps alone could still be batches
-    buffered at the start: a fresh pipeline holds a few, so the longer run shows they are not).
+    its steps, once it has run `steady_steps` (0: 2 x min_steps; fast steps alone could still
+    be batches buffered at the start: a fresh pipeline holds a few, so the longer run shows
+    they are not; the change in what it holds ahead is this mean's error, falling as 1/steps).
     """
+    steady = steady_steps or 2 * min_steps
     count = len(frame)
     rows = frame.iloc[first_candidate:]
     if len(rows) == 0:
@@ -212,7 +215,7 @@ def cycle_estimate(frame: pd.DataFrame, first_candidate: int, min_steps: int) ->
         step = (float(arrival.iloc[b]) - float(arrival.iloc[a])) * 1e3 / (b - a)
         return CycleEstimate(step, a, b, f"{b - a} batches between the arrivals of steps {a} and "
                              f"{b}, both waited for (gap >= {floor:.0f} ms): whole pipeline cycles")
-    if len(rows) >= 2 * min_steps and len(waited) <= len(rows) / 4:
+    if len(rows) >= steady and len(waited) <= len(rows) / 4:
         return CycleEstimate(float(rows["step_ms"].mean()), first_candidate - 1, count - 1,
                              f"{len(waited)} of {len(rows)} steps waited beyond the noise floor "
                              f"({floor:.0f} ms): the pipeline keeps up; the mean of the steps")

@@ -9,7 +9,7 @@ dropped, then the window runs until its step is known over whole cycles of the p
 waited for (moments when the queue was empty), at least `verify.min_steps` batches apart, so
 batches buffered at the start and a bursty pipeline's fast steps are neither dropped by a
 fixed count nor taken as independent samples; or, for a pipeline that keeps up, the mean of
-2 x min_steps steps. A window not settled within `verify.max_steps` is not steady: it pairs
+`verify.steady_steps` steps (0: 2 x min_steps). A window not settled within `verify.max_steps` is not steady: it pairs
 nothing in its round.
 
 The run's own setting is measured in the same rounds as the candidates (not taken from the run's
@@ -132,7 +132,7 @@ def measure_window(step_fn: StepFn, source: str, cfg, settings: Settings, seed: 
             previous_end = end
             if len(records) > first + ver.min_steps:
                 found = steptrace.cycle_estimate(steptrace.steps_frame(records, pipe_cfg.batch_size),
-                                                 first, ver.min_steps)
+                                                 first, ver.min_steps, ver.steady_steps)
                 if found.step_ms is not None:
                     break
     finally:

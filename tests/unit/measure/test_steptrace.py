@@ -114,3 +114,12 @@ def test_a_pipeline_that_keeps_up_gives_the_networks_step_after_twice_the_steps(
     assert steptrace.cycle_estimate(_frame(gaps[:6]), 1, 4).step_ms is None  # could be buffered
     hiccup = [900, 0, 0, 0, 60, 0, 0, 0, 0]
     assert steptrace.cycle_estimate(_frame(hiccup), 1, 4).step_ms == pytest.approx(107.5)
+
+
+def test_a_window_that_keeps_up_averages_its_steady_steps_when_set():
+    """verify.steady_steps: a keeping-up window's error is the change in what the pipeline
+    holds ahead over it (bounded), so it may be asked to run longer than 2 x min_steps."""
+    gaps = [900] + [0] * 12
+    assert steptrace.cycle_estimate(_frame(gaps[:9]), 1, 4, steady_steps=12).step_ms is None
+    found = steptrace.cycle_estimate(_frame(gaps), 1, 4, steady_steps=12)
+    assert found.step_ms == pytest.approx(100.0) and "12 steps waited" in found.rule
