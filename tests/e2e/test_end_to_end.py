@@ -90,10 +90,10 @@ def test_report_has_published_and_measured_numbers_and_figures(study):
     assert "## Step trace: op timeline vs host timers" in md
     assert "Map #2 [RandomCropDecodeResize" in md  # operators named as a user knows them
     html = (report / "report.html").read_text()
-    # 3 + 4 queue plots + the scaling figure + the step distribution (+ the forest plot of the
-    # verified candidates when a candidate was measured)
+    # 3 + 4 queue plots + the scaling figure + the step distribution + the claims' history (+
+    # the forest plot of the verified candidates when a candidate was measured)
     verified = "## The verified candidates" in md
-    assert html.count("data:image/png;base64,") == 9 + verified
+    assert html.count("data:image/png;base64,") == 10 + verified
     assert not verified or any(json.loads((study / "runs" / "seed_case" / arm / "summary.json")
                                           .read_text())["verification"]["plan"] for arm in ARMS)
     assert (report / "figures" / "scaling.png").read_bytes()[:4] == b"\x89PNG"

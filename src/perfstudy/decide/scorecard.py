@@ -127,7 +127,9 @@ class History:
 class Scorecard:
     """The study's claims, scored (scorecard.json): shown first in the report."""
 
-    SCHEMA_VERSION = 3  # 2: interval_kind "range" below 6 repeats, else "order-statistic <coverage>"; 3: bounds, history points
+    # 2: interval_kind "range" below 6 repeats, else "order-statistic <coverage>"; 3: each claim's
+    # bounds and its history's points
+    SCHEMA_VERSION = 3
     KIND = "scorecard (scorecard.json)"
     RERUN = "make the report again with this code (snakemake --cores all --forcerun report)"
 
