@@ -20,6 +20,15 @@ def _legend_outside(ax, fontsize: int = 8, ncols: int = 2) -> None:
     legend_below(ax.figure, *ax.get_legend_handles_labels(), fontsize=fontsize, ncols=ncols)
 
 
+def _not_drawn(path: Path, why: str) -> None:
+    """A figure the workflow registers but that has nothing to show: a strip saying why."""
+    fig, ax = plt.subplots(figsize=(6.4, 1.2), layout="constrained")
+    ax.axis("off")
+    ax.text(0.5, 0.5, why, ha="center", va="center", wrap=True, fontsize=9)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def figure_breakdown(arms: list[Arm], path: Path) -> Path:
     """Stacked bar of mean gap / fwd+bwd / tail per arm (they add up to the steady step)."""
     fig, ax = plt.subplots(figsize=(6.4, 3.9), layout="constrained")
@@ -131,15 +140,9 @@ def figure_verified(arms: list[Arm], path: Path) -> Path | None:
     measured a candidate."""
     rows = [row for arm in arms for row in verified_rows(arm)]
     if not rows:
-        fig, ax = plt.subplots(figsize=(6.4, 1.2), layout="constrained")
-        ax.axis("off")
-        ax.text(0.5, 0.5, "Not drawn: no candidate was measured against "
-                + ("its" if len(arms) == 1 else "an arm's") + " own setting (verify.candidates=0, "
-                "or the measured window was not steady)", ha="center", va="center", wrap=True,
-                fontsize=9)
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-        return None
+        return _not_drawn(path, "Not drawn: no candidate was measured against "
+                          + ("its" if len(arms) == 1 else "an arm's") + " own setting "
+                          "(verify.candidates=0, or the measured window was not steady)")
     margin = rows[0][1].margin
     fig, ax = plt.subplots(figsize=(7.6, 0.9 + 0.42 * len(rows)), layout="constrained")
     ax.axvspan(1 / (1 + margin), 1 + margin, color="#eeeeee", zorder=0,
@@ -217,13 +220,8 @@ def figure_claim_history(card, path: Path) -> Path | None:
     claims = [c for c in card.claims if c.history is not None and c.history.points
               and any(p.value is not None for p in c.history.points)]
     if not claims:
-        fig, ax = plt.subplots(figsize=(6.4, 1.2), layout="constrained")
-        ax.axis("off")
-        ax.text(0.5, 0.5, "Not drawn: this study has no claims file, or none of its claims "
-                "was measured as a number", ha="center", va="center", wrap=True, fontsize=9)
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-        return None
+        return _not_drawn(path, "Not drawn: this study has no claims file, or none of its claims "
+                          "was measured as a number")
     cols = 2
     rows = -(-len(claims) // cols)
     fig, axes = plt.subplots(rows, cols, figsize=(7.6, 0.6 + 1.55 * rows), layout="constrained",
