@@ -7,7 +7,10 @@ import pandas as pd
 import pytest
 from conftest import PYTHON, REPO, env_without_mlflow
 
-pytestmark = pytest.mark.slow
+# serial: which stage binds is the host's own pace; on a host shared with another test's training,
+# the network's calibration steps read up to 18x slower (1659 ms against 89 ms measured beside
+# three busy loops; in CI once above the 2.4 s sleep), and the network then rightly binds
+pytestmark = [pytest.mark.slow, pytest.mark.serial]
 
 
 def test_a_slow_python_transform_is_named_as_the_culprit(tmp_path, smoke_dataset):
@@ -30,8 +33,12 @@ def test_a_slow_python_transform_is_named_as_the_culprit(tmp_path, smoke_dataset
     assert culprit["operations"] == ["Sleep"], culprit
     assert culprit["label"].startswith("Map #2 [Sleep]")
     assert culprit["cpu_pct_per_worker"] < 50  # it waits, it does not compute
+    calibration = json.loads((run_dir / "summary.json").read_text())["calibration"]
     assert diagnosis["recommendation"]["action"] == "set_workers", (
-        diagnosis["recommendation"]["sentence"], json.loads((run_dir / "summary.json").read_text())["calibration"])
+        diagnosis["recommendation"]["sentence"],
+        {k: v for k, v in calibration.items() if k != "operators"},
+        [(p["workers"], p["multiprocessing"], p["wall_ms_per_batch"], p["cpu_ms_per_batch"], p["error"])
+         for op in calibration["operators"] for p in op["points"]])
     assert "Map #2 [Sleep]" in diagnosis["recommendation"]["sentence"]
     ops = pd.read_csv(run_dir / "pipeline_ops.csv").set_index("op_id")
     assert ops.loc[3, "queue_usage"] > 0.5  # the decode map's output piles up before it
