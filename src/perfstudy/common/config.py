@@ -149,6 +149,9 @@ def _validate_verify(cfg: DictConfig) -> None:
         raise ConfigError(f"verify.steady_steps is {ver.steady_steps}; use 0 (2 x min_steps) or a "
                           f"count from verify.min_steps ({ver.min_steps}) to verify.max_steps "
                           f"({ver.max_steps}).")
+    if not 0 <= ver.against_source_precision < 1:
+        raise ConfigError(f"verify.against_source_precision is {ver.against_source_precision}; use a "
+                          "share such as 0.03 (the remedy's gain known to +-3 %) or 0 (no target).")
     if not 2 <= ver.min_rounds <= ver.max_rounds:
         raise ConfigError(f"verify.min_rounds is {ver.min_rounds} and verify.max_rounds "
                           f"{ver.max_rounds}; use 2 <= min_rounds <= max_rounds (an interval "

@@ -210,6 +210,22 @@ def rounds_for(interval: RatioInterval, margin: float, level: float = LEVEL) -> 
     return None
 
 
+def rounds_for_precision(interval: RatioInterval, precision: float, level: float = LEVEL) -> int | None:
+    """About how many rounds would bring an interval this noisy within +-`precision` (log) of
+    its estimate: the fewest, at least as many as now, whose Student-t half width at this spread
+    is within it (now's count: it is there already; None without a spread, or past 1000)."""
+    if interval.half_width <= precision:
+        return interval.rounds
+    if not math.isfinite(interval.sd_log) or interval.sd_log <= 0 or precision <= 0:
+        return None
+    n = interval.rounds + 1
+    while n <= 1000:
+        if float(stats.t.ppf(0.5 + level / 2, n - 1)) * interval.sd_log / math.sqrt(n) <= precision:
+            return n
+        n += 1
+    return None
+
+
 @dataclass(frozen=True)
 class MedianInterval:
     """A median of repeats and what can honestly be said about where it lies."""

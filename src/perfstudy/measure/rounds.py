@@ -46,7 +46,15 @@ import numpy as np
 from perfstudy.common.records import doc
 from perfstudy.measure import interference
 from perfstudy.measure.interference import Interference
-from perfstudy.measure.intervals import LEVEL, Outcome, RatioInterval, outcome, ratio_interval, rounds_for
+from perfstudy.measure.intervals import (
+    LEVEL,
+    Outcome,
+    RatioInterval,
+    outcome,
+    ratio_interval,
+    rounds_for,
+    rounds_for_precision,
+)
 
 log = logging.getLogger(__name__)
 
@@ -327,4 +335,52 @@ def rounds_to_settle(margin: float, reference: int = 0,
             return None
         # paired rounds may be fewer than rounds run (a window not steady pairs nothing)
         return max(len(rounds.orders) + c.rounds_needed - c.rounds for c in open_)
+    return needed
+
+
+def precise(precision: float, reference: int = 0, level: float = LEVEL) -> Callable[[Rounds], bool]:
+    """A precision target (Criterion's kind of stop: measure until the estimate is this sure):
+    every setting's paired ratio to the reference has its interval within +-`precision` (log)
+    of its estimate. It stops on the interval's width, never on where the interval lies, so it
+    cannot be "rerun until significant"; a claim near its bound then reads decided or, on the
+    bound itself, inconclusive at a known precision."""
+    def done(rounds: Rounds) -> bool:
+        found = _intervals(rounds, reference, level)
+        return bool(found) and all(i.half_width <= precision for i in found)
+    return done
+
+
+def rounds_to_precision(precision: float, reference: int = 0,
+                        level: float = LEVEL) -> Callable[[Rounds], int | None]:
+    """The rounds that would bring every paired ratio within the precision target at its
+    spread so far (None when one cannot say: fewer than 2 paired rounds, no spread)."""
+    def needed(rounds: Rounds) -> int | None:
+        found = _intervals(rounds, reference, level)
+        counts = [rounds_for_precision(i, precision, level) for i in found]
+        if not counts or any(c is None for c in counts):
+            return None
+        return max(len(rounds.orders) + c - i.rounds for c, i in zip(counts, found, strict=True))
+    return needed
+
+
+def _intervals(rounds: Rounds, reference: int, level: float) -> list[RatioInterval]:
+    """Every other setting's paired interval to the reference (those with a paired round)."""
+    out = []
+    for setting in range(rounds.settings):
+        ref, cand = rounds.paired(reference, setting) if setting != reference else ([], [])
+        if ref:
+            out.append(ratio_interval(ref, cand, level))
+    return out
+
+
+def every(*rules: Callable[[Rounds], bool]) -> Callable[[Rounds], bool]:
+    """Stop when every rule says so (e.g. settled against the band and precise)."""
+    return lambda rounds: all(rule(rounds) for rule in rules)
+
+
+def most_needed(*estimates: Callable[[Rounds], int | None]) -> Callable[[Rounds], int | None]:
+    """The largest of the estimates of rounds still needed that can say one (None: none can)."""
+    def needed(rounds: Rounds) -> int | None:
+        found = [n for n in (e(rounds) for e in estimates) if n is not None]
+        return max(found) if found else None
     return needed

@@ -94,12 +94,20 @@ def from_results(results: Path, study: str) -> FrontPage:
         mindspore=first.mindspore_version,
         steal=(f"{pct(statistics.median(steals), 1)} median, {pct(max(steals), 1)} max" if steals
                else "not measured (no verification windows)"),
-        trainings=", ".join(f"{arm} {_minutes(s.run_wall_s)}" for arm, s in summaries.items()),
+        trainings=", ".join(f"{arm} {_minutes(s.run_wall_s)}{_rounds_wall(s)}" for arm, s in summaries.items()),
         headline=card.headline,
         claims=[ClaimRow(f"{c.claim} ({c.source})", c.published_text or "", c.measured_text or "-",
                          c.check, c.result) for c in card.claims],
         arms=[_arm_row(row) for row in table.itertuples()],
         verdicts=[f"{arm}: {_verdict(results / 'runs' / study / arm)}" for arm in runs])
+
+
+def _rounds_wall(summary) -> str:
+    """' + 4:52': the wall time of a run's rounds after its training (verification, and the
+    prepared source's), or nothing where it ran none."""
+    walls = [r.wall_s for r in (summary.verification.rounds if summary.verification else None,
+                                summary.against_source.rounds if summary.against_source else None) if r]
+    return f" + {_minutes(sum(walls))}" if walls else ""
 
 
 def _day(steps_csv: Path) -> str:
@@ -131,7 +139,7 @@ def render(page: FrontPage) -> str:
     """The measured section, Markdown, between README's markers."""
     lines = [BEGIN, "## What one `make run` measured here", "",
              f"Study `{page.study}`, size `{page.size}`, MindSpore {page.mindspore} on {page.host}; "
-             f"commit `{page.commit}`, {page.date}; trainings (with their verification rounds) "
+             f"commit `{page.commit}`, {page.date}; trainings (+ their measured rounds, m:ss) "
              f"{page.trainings}; host CPU steal {page.steal}. Written from that run's results by "
              "`scripts/front_page.py`, not typed. The report opens with the answer:", "",
              f"> **{page.headline}**", "",

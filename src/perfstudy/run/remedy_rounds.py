@@ -5,8 +5,10 @@ settings, in interleaved rounds (perfstudy.measure.rounds; windows as the verifi
 Without this, the remedy's gain is the prepared arm's window over its source arm's, two
 processes measured minutes apart: on one 2-core host the same claim read 33.9 % then 10.0 %
 in two consecutive runs (docs/measurement.md). Paired by round, the host's drift falls on both.
-The rounds stop once the ratio is settled against the 10 % band, at verify.max_rounds, or at the
-budget (verify.budget_share x the training's wall time, stretched as the verification's).
+The rounds stop once the ratio is settled against the 10 % band and its interval is within
+verify.against_source_precision (+-3 %: a remedy's claimed gain, e.g. "5x", is then decided
+unless it sits on the bound), at verify.max_rounds, or at the budget (verify.budget_share x the
+training's wall time, stretched as the verification's while the rounds still needed fit).
 """
 
 from __future__ import annotations
@@ -48,6 +50,18 @@ def source_of(manifest: dict[str, Any]) -> tuple[dict[str, Any] | None, str | No
     return found, None
 
 
+def _decided(precision: float):
+    """Settled against the 10 % band and, with a precision target, known to +-precision."""
+    settled = rounds_mod.all_settled(GAIN_THAT_MATTERS)
+    return rounds_mod.every(settled, rounds_mod.precise(precision)) if precision else settled
+
+
+def _needed(precision: float):
+    """The rounds either stop rule still needs (the budget stretches for them while they fit)."""
+    settle = rounds_mod.rounds_to_settle(GAIN_THAT_MATTERS)
+    return rounds_mod.most_needed(settle, rounds_mod.rounds_to_precision(precision)) if precision else settle
+
+
 def run(step_fn: verify.StepFn, prepared_root: str, manifest: dict[str, Any], cfg,
         settings: Settings, base_seed: int, first_index: int,
         training_wall_s: float) -> AgainstSource:
@@ -66,9 +80,9 @@ def run(step_fn: verify.StepFn, prepared_root: str, manifest: dict[str, Any], cf
         step_fn, prepared_root, cfg, points, base_seed, first_index,
         budget_s=verify.budget(ver.budget_share, training_wall_s, ver.budget_base_min_s),
         max_rounds=ver.max_rounds,
-        decided=rounds_mod.all_settled(GAIN_THAT_MATTERS),
+        decided=_decided(ver.against_source_precision),
         stretch_s=verify.budget(ver.stretch_share, training_wall_s, ver.budget_base_min_s),
-        needed=rounds_mod.rounds_to_settle(GAIN_THAT_MATTERS),
+        needed=_needed(ver.against_source_precision),
         leaves=rounds_mod.race(GAIN_THAT_MATTERS),
         sources=[prepared_root, sources.training_source(source)])
     result = AgainstSource(rounds=found, **base)

@@ -2,6 +2,7 @@
 orders, re-measuring a disturbed window, sequential stopping and the budget (nothing timed)."""
 
 import itertools
+import math
 
 import pytest
 
@@ -204,3 +205,28 @@ def test_a_candidate_that_cannot_beat_the_fastest_by_the_margin_leaves_too():
                    rounds.Comparison(2, 3, 0.85, 0.70, 1.02, 0.95, "inconclusive", 0.10),
                    rounds.Comparison(3, 3, 0.62, 0.40, 0.95, 0.95, "inconclusive", 0.10)]
     assert rounds.settled_settings(comparisons, 0.10) == {1, 2}
+
+
+def test_a_precision_target_runs_until_the_interval_is_that_narrow_wherever_it_lies():
+    """rounds.precise: the remedy's rounds go on past "settled" (4.8x is far beyond the 10 %
+    band after 3 rounds) until the interval is within +-3 %; the rounds it needs come from the
+    spread so far; the target looks at the width only, so a ratio on a claim's bound stops
+    as soon as one off it."""
+    wobble = [1.0, 1.03, 0.97, 1.02, 0.98, 1.01, 0.99, 1.0, 1.02, 0.98, 1.0, 1.0]
+
+    def visit(setting, round_):
+        return window(100.0 if setting == 0 else 480.0 * wobble[round_])
+    settled = rounds.all_settled(0.10)
+    few = rounds.run(visit, Schedule(2, seed=3, min_rounds=3, max_rounds=12, decided=settled),
+                     quiet_monitor())
+    assert len(few.orders) == 3 and rounds.compare_all(few, 0.10)[0].settled
+    assert not rounds.precise(0.03)(few) and rounds.rounds_to_precision(0.03)(few) > 3
+    both = rounds.every(settled, rounds.precise(0.03))
+    found = rounds.run(visit, Schedule(2, seed=3, min_rounds=3, max_rounds=12, decided=both),
+                       quiet_monitor())
+    (only,) = rounds.compare_all(found, 0.10)
+    assert found.stopped == "decided" and 3 < len(found.orders) < 12
+    assert (math.log(only.high) - math.log(only.low)) / 2 <= 0.03
+    assert rounds.rounds_to_precision(0.03)(found) == len(found.orders)  # there already
+    needed = rounds.most_needed(rounds.rounds_to_settle(0.10), rounds.rounds_to_precision(0.03))
+    assert needed(few) == rounds.rounds_to_precision(0.03)(few)  # settled: precision alone

@@ -1,7 +1,9 @@
 """README's measured section is written from a run's results and checked against its record."""
 
+import re
 import shutil
 import subprocess
+from types import SimpleNamespace
 
 import pytest
 from conftest import PYTHON, REPO
@@ -31,6 +33,8 @@ def test_the_section_says_what_the_run_measured_and_where(results):
     assert page.headline and page.headline in card
     assert page.commit.startswith("d1c746bd7b") and page.date.startswith("2026-")
     assert page.host.endswith("2 CPUs") and page.mindspore == "2.10.0" and page.size == "cpu_demo"
+    # each arm's training (these runs of 2026-11-29 ran no rounds: nothing added)
+    assert re.fullmatch(r"baseline \d+:\d\d, tuned \d+:\d\d", page.trainings)
     assert [a.arm for a in page.arms] == ["published baseline", "published tuned", "baseline", "tuned"]
     assert page.arms[1].workers == "12" and page.arms[3].workers == "12 → 2"
     assert len(page.claims) == 10 and {c.result for c in page.claims} <= {
@@ -61,3 +65,13 @@ def test_readme_says_what_its_record_holds():
     assert done.returncode == 0, done.stderr
     page = front_page.read(REPO)
     assert page.commit and page.date and page.headline
+
+
+def test_an_arms_rounds_are_said_apart_from_its_training():
+    """The rounds after a training (its verification, a prepared arm's against its source)
+    cost 1-3x the training: the front page adds them, never folds them in."""
+    rounds = SimpleNamespace(wall_s=292.0)
+    both = SimpleNamespace(verification=SimpleNamespace(rounds=rounds),
+                           against_source=SimpleNamespace(rounds=SimpleNamespace(wall_s=60.0)))
+    assert front_page._rounds_wall(both) == " + 5:52"
+    assert front_page._rounds_wall(SimpleNamespace(verification=None, against_source=None)) == ""
