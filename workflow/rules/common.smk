@@ -39,9 +39,18 @@ def train_python() -> str:
             + shlex.quote(sys.executable))
 
 
+def study_claims(study):
+    """The study's claims file as configured (None: none); claims_input checks it is there."""
+    from perfstudy.decide.claims import claims_path
+
+    path = claims_path(study, FLOW.studies[study].claims or None, workflow.basedir)
+    return path if path is not None and path.is_file() else None
+
+
 try:
     ARMS = run_names(FLOW, STUDY)  # every run: each arm, and its repeats <arm>.r<k>
-    ARM_CONFIGS = {arm: compose_arm(FLOW, STUDY, arm) for arm in ARMS}
+    # the claims tell an arm's rounds which bounds to decide (a remedy's "5x")
+    ARM_CONFIGS = {arm: compose_arm(FLOW, STUDY, arm, study_claims(STUDY)) for arm in ARMS}
 except ConfigError as exc:
     raise WorkflowError(str(exc)) from None
 

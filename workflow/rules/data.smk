@@ -7,7 +7,9 @@ rule compose_config:
     params:
         python=PYTHON,
         script=SCRIPTS / "compose_config.py",
-        overrides=lambda w: arm_overrides(FLOW, w.study, w.arm),
+        # with what the claims tell the arm's rounds (a remedy's "5x": decide.claims.rounds_overrides);
+        # the claims file is no input: only an arm whose overrides change is composed again
+        overrides=lambda w: arm_overrides(FLOW, w.study, w.arm, study_claims(w.study)),
     log:
         f"{RESULTS}/logs/compose_config/{{study}}/{{arm}}.log",
     benchmark:

@@ -152,6 +152,9 @@ def _validate_verify(cfg: DictConfig) -> None:
     if not 0 <= ver.against_source_precision < 1:
         raise ConfigError(f"verify.against_source_precision is {ver.against_source_precision}; use a "
                           "share such as 0.03 (the remedy's gain known to +-3 %) or 0 (no target).")
+    if any(not b > 0 for b in ver.against_source_bounds):
+        raise ConfigError(f"verify.against_source_bounds is {list(ver.against_source_bounds)}; use "
+                          "ratios above 0 (the source's step over the prepared one, e.g. [5.0]).")
     if not 2 <= ver.min_rounds <= ver.max_rounds:
         raise ConfigError(f"verify.min_rounds is {ver.min_rounds} and verify.max_rounds "
                           f"{ver.max_rounds}; use 2 <= min_rounds <= max_rounds (an interval "

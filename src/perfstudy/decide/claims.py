@@ -173,6 +173,18 @@ def claims_path(study: str, configured: str | None, workflow_dir: str | Path) ->
 BOUNDS = ("at_least", "at_most", "equals")
 
 
+def rounds_overrides(path: str | Path | None, arm: str) -> list[str]:
+    """Hydra overrides that tell an arm's rounds the bounds its study's claims judge them by:
+    a remedy's gain against its source (metric prepared_speedup on this arm) sets
+    verify.against_source_bounds, so those rounds go on until each bound is decided or cannot
+    be (perfstudy.run.remedy_rounds). [] without a claims file or such a claim."""
+    if path is None:
+        return []
+    bounds = sorted({b for c in load(path).claims if c.metric == "prepared_speedup" and c.arm == arm
+                     for b in (c.at_least, c.at_most) if b is not None})
+    return [f"verify.against_source_bounds=[{','.join(f'{b:g}' for b in bounds)}]"] if bounds else []
+
+
 class Unmeasured(Exception):
     """This run cannot measure the claim's quantity; the message says why."""
 

@@ -38,7 +38,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -338,39 +338,73 @@ def rounds_to_settle(margin: float, reference: int = 0,
     return needed
 
 
-def precise(precision: float, reference: int = 0, level: float = LEVEL) -> Callable[[Rounds], bool]:
-    """A precision target (Criterion's kind of stop: measure until the estimate is this sure):
-    every setting's paired ratio to the reference has its interval within +-`precision` (log)
-    of its estimate. It stops on the interval's width, never on where the interval lies, so it
-    cannot be "rerun until significant"; a claim near its bound then reads decided or, on the
-    bound itself, inconclusive at a known precision."""
-    def done(rounds: Rounds) -> bool:
-        found = _intervals(rounds, reference, level)
-        return bool(found) and all(i.half_width <= precision for i in found)
-    return done
+# A target: what one paired ratio's interval still needs, as the rounds in all that would
+# meet it at its spread so far (<= its rounds: met; None: it cannot say, e.g. no spread yet).
+Target = Callable[[RatioInterval], int | None]
 
 
-def rounds_to_precision(precision: float, reference: int = 0,
-                        level: float = LEVEL) -> Callable[[Rounds], int | None]:
-    """The rounds that would bring every paired ratio within the precision target at its
-    spread so far (None when one cannot say: fewer than 2 paired rounds, no spread)."""
-    def needed(rounds: Rounds) -> int | None:
-        found = _intervals(rounds, reference, level)
-        counts = [rounds_for_precision(i, precision, level) for i in found]
-        if not counts or any(c is None for c in counts):
+def precision_target(precision: float, level: float = LEVEL) -> Target:
+    """Known to +-`precision` (log; Criterion's kind of stop: measure until the estimate is
+    this sure). It looks at the interval's width, never at where it lies, so it cannot be
+    "rerun until significant"."""
+    return lambda interval: rounds_for_precision(interval, precision, level)
+
+
+def bounds_target(bounds: Sequence[float], level: float = LEVEL) -> Target:
+    """On one side of each bound a claim judges the ratio by (e.g. a remedy's "5x"): a
+    sequential test of the same kind as the 10 % band's, calibrated the same way. An estimate
+    within 1 % of a bound is met as it is: no count of rounds would decide it."""
+    def need(interval: RatioInterval) -> int | None:
+        if not math.isfinite(interval.low):
             return None
-        return max(len(rounds.orders) + c - i.rounds for c, i in zip(counts, found, strict=True))
-    return needed
+        counts = [rounds_for_precision(interval, abs(math.log(interval.ratio / b)), level)
+                  for b in bounds if interval.low <= b <= interval.high
+                  and abs(math.log(interval.ratio / b)) >= 0.01]
+        if any(c is None for c in counts):
+            return None
+        return max(counts, default=interval.rounds)
+    return need
 
 
-def _intervals(rounds: Rounds, reference: int, level: float) -> list[RatioInterval]:
+def _intervals(rounds: Rounds, reference: int, level: float) -> dict[int, RatioInterval]:
     """Every other setting's paired interval to the reference (those with a paired round)."""
-    out = []
+    out = {}
     for setting in range(rounds.settings):
         ref, cand = rounds.paired(reference, setting) if setting != reference else ([], [])
         if ref:
-            out.append(ratio_interval(ref, cand, level))
+            out[setting] = ratio_interval(ref, cand, level)
     return out
+
+
+def target_met(target: Target, reference: int = 0, level: float = LEVEL) -> Callable[[Rounds], bool]:
+    """A stopping rule: every setting's ratio to the reference meets the target."""
+    def done(rounds: Rounds) -> bool:
+        found = _intervals(rounds, reference, level)
+        return bool(found) and all(_met(target, i) for i in found.values())
+    return done
+
+
+def target_leaves(target: Target, reference: int = 0, level: float = LEVEL) -> Callable[[Rounds], set[int]]:
+    """The settings whose ratio meets the target already (free to leave a race)."""
+    return lambda rounds: {s for s, i in _intervals(rounds, reference, level).items() if _met(target, i)}
+
+
+def target_needed(target: Target, reference: int = 0,
+                  level: float = LEVEL) -> Callable[[Rounds], int | None]:
+    """The rounds that would bring every ratio to the target at its spread so far (None
+    when one cannot say)."""
+    def needed(rounds: Rounds) -> int | None:
+        found = _intervals(rounds, reference, level)
+        counts = [(target(i), i) for i in found.values()]
+        if not counts or any(c is None for c, _ in counts):
+            return None
+        return max(len(rounds.orders) + c - i.rounds for c, i in counts)
+    return needed
+
+
+def _met(target: Target, interval: RatioInterval) -> bool:
+    needed = target(interval)
+    return needed is not None and needed <= interval.rounds
 
 
 def every(*rules: Callable[[Rounds], bool]) -> Callable[[Rounds], bool]:
@@ -384,3 +418,12 @@ def most_needed(*estimates: Callable[[Rounds], int | None]) -> Callable[[Rounds]
         found = [n for n in (e(rounds) for e in estimates) if n is not None]
         return max(found) if found else None
     return needed
+
+
+def both_leave(*rules: Callable[[Rounds], set[int]]) -> Callable[[Rounds], set[int]]:
+    """A race under several stop rules: a setting leaves the rounds once every rule lets it go
+    (settled against the band and its target met), never while one still needs its rounds."""
+    def leaves(rounds: Rounds) -> set[int]:
+        sets = [rule(rounds) for rule in rules]
+        return set.intersection(*sets) if sets else set()
+    return leaves

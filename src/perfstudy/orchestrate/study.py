@@ -17,6 +17,7 @@ from perfstudy.common.config import ConfigError, compose_run_config
 from perfstudy.common.provenance import cpu_count
 from perfstudy.data.dataset import MANIFEST, dataset_dir
 from perfstudy.data.prepare import Settings, prepared_dir
+from perfstudy.decide.claims import rounds_overrides
 from perfstudy.orchestrate.workflow_config import StudySpec, Workflow
 
 
@@ -155,17 +156,19 @@ def split_run(flow: Workflow, study: str, run: str) -> tuple[str, int]:
                          if flow.repeats > 1 else "") + ".")
 
 
-def arm_overrides(flow: Workflow, study: str, run: str) -> list[str]:
-    """Hydra overrides of one run: its arm's, its study's, the global ones, then
+def arm_overrides(flow: Workflow, study: str, run: str, claims_file: Path | None = None) -> list[str]:
+    """Hydra overrides of one run: what the study's claims tell its rounds (`claims_file`,
+    perfstudy.decide.claims.rounds_overrides), its arm's, its study's, the global ones, then
     study/arm/repeat/results (a later one wins)."""
     arm, repeat = split_run(flow, study, run)
-    return [*arm_table(flow, study)[arm], *study_spec(flow, study).overrides, *flow.overrides,
+    return [*rounds_overrides(claims_file, arm), *arm_table(flow, study)[arm],
+            *study_spec(flow, study).overrides, *flow.overrides,
             f"study={study}", f"arm={arm}", f"repeat={repeat}", f"run={run}", f"paths.results={flow.results}"]
 
 
-def compose_arm(flow: Workflow, study: str, run: str) -> DictConfig:
+def compose_arm(flow: Workflow, study: str, run: str, claims_file: Path | None = None) -> DictConfig:
     """A run's (an arm's, or one repeat of it) fully resolved, validated config."""
-    overrides = arm_overrides(flow, study, run)
+    overrides = arm_overrides(flow, study, run, claims_file)
     try:
         cfg = compose_run_config(overrides)
     except ConfigError as exc:

@@ -5,10 +5,11 @@ settings, in interleaved rounds (perfstudy.measure.rounds; windows as the verifi
 Without this, the remedy's gain is the prepared arm's window over its source arm's, two
 processes measured minutes apart: on one 2-core host the same claim read 33.9 % then 10.0 %
 in two consecutive runs (docs/measurement.md). Paired by round, the host's drift falls on both.
-The rounds stop once the ratio is settled against the 10 % band and its interval is within
-verify.against_source_precision (+-3 %: a remedy's claimed gain, e.g. "5x", is then decided
-unless it sits on the bound), at verify.max_rounds, or at the budget (verify.budget_share x the
-training's wall time, stretched as the verification's while the rounds still needed fit).
+The rounds stop once the ratio is settled against the 10 % band and against each bound the
+study's claims judge it by (verify.against_source_bounds, e.g. [5.0] for "5x faster": a claim
+is then decided unless the gain sits on its bound; optionally a precision,
+verify.against_source_precision), at verify.max_rounds, or at the budget (verify.budget_share x
+the training's wall time, stretched as the verification's while the rounds still needed fit).
 """
 
 from __future__ import annotations
@@ -50,16 +51,28 @@ def source_of(manifest: dict[str, Any]) -> tuple[dict[str, Any] | None, str | No
     return found, None
 
 
-def _decided(precision: float):
-    """Settled against the 10 % band and, with a precision target, known to +-precision."""
-    settled = rounds_mod.all_settled(GAIN_THAT_MATTERS)
-    return rounds_mod.every(settled, rounds_mod.precise(precision)) if precision else settled
+def _targets(ver) -> list[rounds_mod.Target]:
+    """What the remedy's ratio must meet besides the 10 % band: the bounds the study's claims
+    judge it by (verify.against_source_bounds, set by the workflow from the claims file) and a
+    precision (verify.against_source_precision; 0: none)."""
+    found = [rounds_mod.bounds_target(list(ver.against_source_bounds))] if ver.against_source_bounds else []
+    return found + ([rounds_mod.precision_target(ver.against_source_precision)]
+                    if ver.against_source_precision else [])
 
 
-def _needed(precision: float):
-    """The rounds either stop rule still needs (the budget stretches for them while they fit)."""
-    settle = rounds_mod.rounds_to_settle(GAIN_THAT_MATTERS)
-    return rounds_mod.most_needed(settle, rounds_mod.rounds_to_precision(precision)) if precision else settle
+def _rules(ver):
+    """(decided, needed, leaves) for the rounds: the band's, and each target's beside it. A
+    setting leaves the race only once the band and every target let it go (on the band
+    alone, the source left after 3 rounds, and the rounds measured the prepared pipeline by
+    itself)."""
+    targets = _targets(ver)
+    decided = rounds_mod.every(rounds_mod.all_settled(GAIN_THAT_MATTERS),
+                               *[rounds_mod.target_met(t) for t in targets])
+    needed = rounds_mod.most_needed(rounds_mod.rounds_to_settle(GAIN_THAT_MATTERS),
+                                    *[rounds_mod.target_needed(t) for t in targets])
+    leaves = rounds_mod.both_leave(rounds_mod.race(GAIN_THAT_MATTERS),
+                                   *[rounds_mod.target_leaves(t) for t in targets])
+    return decided, needed, leaves
 
 
 def run(step_fn: verify.StepFn, prepared_root: str, manifest: dict[str, Any], cfg,
@@ -76,14 +89,15 @@ def run(step_fn: verify.StepFn, prepared_root: str, manifest: dict[str, Any], cf
         return AgainstSource(rounds=None, skipped=why, **base)
     points = [_Point(settings, "prepared (this run)"), _Point(settings, "the source JPEGs")]
     ver = cfg.verify
+    decided, needed, leaves = _rules(ver)
     found = verify.measure_rounds(
         step_fn, prepared_root, cfg, points, base_seed, first_index,
         budget_s=verify.budget(ver.budget_share, training_wall_s, ver.budget_base_min_s),
         max_rounds=ver.max_rounds,
-        decided=_decided(ver.against_source_precision),
+        decided=decided,
         stretch_s=verify.budget(ver.stretch_share, training_wall_s, ver.budget_base_min_s),
-        needed=_needed(ver.against_source_precision),
-        leaves=rounds_mod.race(GAIN_THAT_MATTERS),
+        needed=needed,
+        leaves=leaves,
         sources=[prepared_root, sources.training_source(source)])
     result = AgainstSource(rounds=found, **base)
     c = rounds_mod.compare(found, AgainstSource.PREPARED, AgainstSource.SOURCE, GAIN_THAT_MATTERS)

@@ -486,3 +486,18 @@ def test_a_ratio_each_repeat_measured_in_its_rounds_is_pooled_over_the_repeats()
                           "times")
     assert got.result == "holds" and got.repeats == 2 and got.values == [1.39, 1.33]
     assert "6 interleaved rounds of 2 runs, pooled" in got.interval_kind and got.interval[0] > 1.05
+
+
+def test_a_remedys_claimed_bound_is_told_to_its_arms_rounds():
+    """The claims size the rounds that judge them: the seed case's "5x" on the prepared arm's
+    gain against its source becomes that arm's verify.against_source_bounds (and nothing for
+    an arm no such claim reads), composed into its config as the workflow does."""
+    from perfstudy.orchestrate.study import compose_arm
+    from perfstudy.orchestrate.workflow_config import Workflow
+
+    assert claims.rounds_overrides(SEED_CLAIMS, "prepared") == ["verify.against_source_bounds=[5]"]
+    assert claims.rounds_overrides(SEED_CLAIMS, "baseline") == []
+    assert claims.rounds_overrides(None, "prepared") == []
+    flow = Workflow.of(yaml.safe_load((REPO / "workflow" / "config.yaml").read_text()))
+    assert list(compose_arm(flow, "seed_case", "prepared", SEED_CLAIMS).verify.against_source_bounds) == [5.0]
+    assert list(compose_arm(flow, "seed_case", "tuned", SEED_CLAIMS).verify.against_source_bounds) == []

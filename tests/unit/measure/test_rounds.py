@@ -207,26 +207,59 @@ def test_a_candidate_that_cannot_beat_the_fastest_by_the_margin_leaves_too():
     assert rounds.settled_settings(comparisons, 0.10) == {1, 2}
 
 
-def test_a_precision_target_runs_until_the_interval_is_that_narrow_wherever_it_lies():
-    """rounds.precise: the remedy's rounds go on past "settled" (4.8x is far beyond the 10 %
-    band after 3 rounds) until the interval is within +-3 %; the rounds it needs come from the
-    spread so far; the target looks at the width only, so a ratio on a claim's bound stops
-    as soon as one off it."""
+def _remedy_like(setting, round_):
+    """The prepared pipeline (100 ms) against its source (~480 ms, +-3 % round to round)."""
     wobble = [1.0, 1.03, 0.97, 1.02, 0.98, 1.01, 0.99, 1.0, 1.02, 0.98, 1.0, 1.0]
+    return window(100.0 if setting == 0 else 480.0 * wobble[round_])
 
-    def visit(setting, round_):
-        return window(100.0 if setting == 0 else 480.0 * wobble[round_])
-    settled = rounds.all_settled(0.10)
-    few = rounds.run(visit, Schedule(2, seed=3, min_rounds=3, max_rounds=12, decided=settled),
-                     quiet_monitor())
+
+def _raced(target, max_rounds=12, leaves=None):
+    t = target
+    decided = rounds.every(rounds.all_settled(0.10), rounds.target_met(t))
+    leaves = leaves or rounds.both_leave(rounds.race(0.10), rounds.target_leaves(t))
+    return rounds.run(_remedy_like, Schedule(2, seed=3, min_rounds=3, max_rounds=max_rounds,
+                                             decided=decided, leaves=leaves), quiet_monitor())
+
+
+def test_a_precision_target_runs_until_the_interval_is_that_narrow_wherever_it_lies():
+    """The remedy's rounds go on past "settled" (4.8x is far beyond the 10 % band after 3
+    rounds) until the interval is within +-3 %; the rounds it needs come from the spread."""
+    precise = rounds.precision_target(0.03)
+    few = rounds.run(_remedy_like, Schedule(2, seed=3, min_rounds=3, max_rounds=12,
+                                            decided=rounds.all_settled(0.10)), quiet_monitor())
     assert len(few.orders) == 3 and rounds.compare_all(few, 0.10)[0].settled
-    assert not rounds.precise(0.03)(few) and rounds.rounds_to_precision(0.03)(few) > 3
-    both = rounds.every(settled, rounds.precise(0.03))
-    found = rounds.run(visit, Schedule(2, seed=3, min_rounds=3, max_rounds=12, decided=both),
-                       quiet_monitor())
+    assert not rounds.target_met(precise)(few) and rounds.target_needed(precise)(few) > 3
+    found = _raced(precise)
     (only,) = rounds.compare_all(found, 0.10)
     assert found.stopped == "decided" and 3 < len(found.orders) < 12
     assert (math.log(only.high) - math.log(only.low)) / 2 <= 0.03
-    assert rounds.rounds_to_precision(0.03)(found) == len(found.orders)  # there already
-    needed = rounds.most_needed(rounds.rounds_to_settle(0.10), rounds.rounds_to_precision(0.03))
-    assert needed(few) == rounds.rounds_to_precision(0.03)(few)  # settled: precision alone
+    assert rounds.target_needed(precise)(found) == len(found.orders)  # there already
+    needed = rounds.most_needed(rounds.rounds_to_settle(0.10), rounds.target_needed(precise))
+    assert needed(few) == rounds.target_needed(precise)(few)  # settled: the target alone
+
+
+def test_a_claims_bound_keeps_the_rounds_going_until_the_ratio_is_on_one_side():
+    """bounds_target: a "5x" claim on a ratio read 4.8x (4.5-5.1) after 3 rounds keeps the
+    rounds going until the interval is below 5; a bound far away (3x) or one the estimate sits
+    on (4.8x) adds nothing."""
+    few = rounds.run(_remedy_like, Schedule(2, seed=3, min_rounds=3, max_rounds=3), quiet_monitor())
+    (early,) = rounds.compare_all(few, 0.10)
+    assert early.low < 5.0 < early.high  # undecided at 3 rounds
+    found = _raced(rounds.bounds_target([5.0]))
+    (only,) = rounds.compare_all(found, 0.10)
+    assert found.stopped == "decided" and len(found.orders) > 3 and only.high < 5.0
+    assert all(sorted(o) == [0, 1] for o in found.orders)  # the source in every round
+    for bound in (3.0, early.ratio):
+        assert rounds.target_met(rounds.bounds_target([bound]))(few)
+
+
+def test_under_a_target_a_settled_setting_stays_in_the_race_until_it_is_met():
+    """rounds.both_leave: the race lets a setting go only when the band and the target both
+    do; on "settled" alone the source left after 3 rounds and the rounds went on measuring
+    the prepared pipeline by itself, never narrowing the interval."""
+    precise = rounds.precision_target(0.03)
+    found = _raced(precise)
+    assert all(sorted(o) == [0, 1] for o in found.orders) and rounds.target_met(precise)(found)
+    raced = _raced(precise, max_rounds=6, leaves=rounds.race(0.10))
+    assert raced.orders[3:] and all(o == [0] for o in raced.orders[3:])  # what it did before
+    assert not rounds.target_met(precise)(raced)
