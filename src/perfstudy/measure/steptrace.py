@@ -185,8 +185,34 @@ class CycleEstimate:
     rule: str
 
 
+# A keeping-up pipeline on shared cores fills what it holds ahead (contending with the network:
+# slow steps), then blocks while the network drains it alone (a run of fast steps): a step is
+# fast within FAST_SHARE of the window's fast steps (its 10th percentile), and a run of
+# FAST_RUN of them is the pipeline idle on a full buffer (one fast step can be a burst)
+FAST_SHARE = 1.25
+FAST_RUN = 3
+
+
+def buffer_full_points(frame: pd.DataFrame, first_candidate: int) -> tuple[list[int], bool]:
+    """The steps at which a keeping-up pipeline's buffer was full again: the first of each run
+    of FAST_RUN fast steps that follows a slow step (from first_candidate on); and whether the
+    window cycles at all (both slow steps and such runs in it)."""
+    steps = frame["step_ms"].to_numpy(dtype=float)
+    if len(steps) <= first_candidate:
+        return [], False
+    fast = steps <= FAST_SHARE * float(np.percentile(steps[first_candidate:], 10))
+    points, idles = [], False
+    for i in range(first_candidate, len(steps) - FAST_RUN + 1):
+        if fast[i:i + FAST_RUN].all():
+            idles = True
+            if i > first_candidate and not fast[i - 1]:
+                points.append(i)
+    # a stray slow step (a hiccup) is no fill phase: cycling needs FAST_RUN slow steps too
+    return points, idles and int((~fast[first_candidate:]).sum()) >= FAST_RUN
+
+
 def cycle_estimate(frame: pd.DataFrame, first_candidate: int, min_steps: int,
-                   steady_steps: int = 0) -> CycleEstimate:
+                   steady_steps: int = 0, final: bool = False) -> CycleEstimate:
     """The step of a window from whole cycles of its pipeline, never from steps taken one by
     one as independent (a slow step lets the queue fill; the next ones are fast).
 
@@ -200,6 +226,15 @@ def cycle_estimate(frame: pd.DataFrame, first_candidate: int, min_steps: int,
     its steps, once it has run `steady_steps` (0: 2 x min_steps; fast steps alone could still
     be batches buffered at the start: a fresh pipeline holds a few, so the longer run shows
     they are not; the change in what it holds ahead is this mean's error, falling as 1/steps).
+
+    A keeping-up pipeline that cycles (on shared cores it fills its buffer, slowing the
+    network, then idles while the network drains it: at cpu_demo 6-9 steps of ~590 ms every
+    ~16) has regeneration points too: the first step of each idle run, where its buffer is
+    full again (buffer_full_points). Between two of them it produced exactly the batches
+    consumed, so (start of the last - start of the first) / steps between them is its step;
+    a mean of 12 steps from a drained start counts the fill and not the idling, and read the
+    two-worker setting 1.6-2.0 s where its whole cycles read 1.5 s. Such a window waits for a
+    second point until its last step (`final`), where it falls back to the mean.
     """
     steady = steady_steps or 2 * min_steps
     count = len(frame)
@@ -215,10 +250,19 @@ def cycle_estimate(frame: pd.DataFrame, first_candidate: int, min_steps: int,
         step = (float(arrival.iloc[b]) - float(arrival.iloc[a])) * 1e3 / (b - a)
         return CycleEstimate(step, a, b, f"{b - a} batches between the arrivals of steps {a} and "
                              f"{b}, both waited for (gap >= {floor:.0f} ms): whole pipeline cycles")
-    if len(rows) >= steady and len(waited) <= len(rows) / 4:
+    keeps_up = len(waited) <= len(rows) / 4
+    full, cycles = buffer_full_points(frame, first_candidate) if keeps_up else ([], False)
+    if len(full) >= 2 and full[-1] - full[0] >= min_steps:
+        a, b = full[0], full[-1]
+        step = (float(frame["start_time_s"].iloc[b]) - float(frame["start_time_s"].iloc[a])) * 1e3 / (b - a)
+        return CycleEstimate(step, a - 1, b - 1, f"{b - a} steps between steps {a} and {b}, each the "
+                             "first of a run of fast steps after slow ones (the pipeline's buffer "
+                             "full again): whole buffer cycles of a pipeline that keeps up")
+    if keeps_up and (len(rows) >= steady and not cycles or final and len(rows) >= min_steps):
         return CycleEstimate(float(rows["step_ms"].mean()), first_candidate - 1, count - 1,
                              f"{len(waited)} of {len(rows)} steps waited beyond the noise floor "
-                             f"({floor:.0f} ms): the pipeline keeps up; the mean of the steps")
+                             f"({floor:.0f} ms): the pipeline keeps up; the mean of the steps"
+                             + (", no whole buffer cycle within the window" if cycles else ""))
     return CycleEstimate(None, first_candidate, count - 1,
                          f"{len(waited)} of {len(rows)} steps waited; no stretch of {min_steps} "
                          "between two that did, nor a pipeline that keeps up")

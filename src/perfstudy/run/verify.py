@@ -132,7 +132,8 @@ def measure_window(step_fn: StepFn, source: str, cfg, settings: Settings, seed: 
             previous_end = end
             if len(records) > first + ver.min_steps:
                 found = steptrace.cycle_estimate(steptrace.steps_frame(records, pipe_cfg.batch_size),
-                                                 first, ver.min_steps, ver.steady_steps)
+                                                 first, ver.min_steps, ver.steady_steps,
+                                                 final=len(records) == most)
                 if found.step_ms is not None:
                     break
     finally:

@@ -123,3 +123,37 @@ def test_a_window_that_keeps_up_averages_its_steady_steps_when_set():
     assert steptrace.cycle_estimate(_frame(gaps[:9]), 1, 4, steady_steps=12).step_ms is None
     found = steptrace.cycle_estimate(_frame(gaps), 1, 4, steady_steps=12)
     assert found.step_ms == pytest.approx(100.0) and "12 steps waited" in found.rule
+
+
+def _stepped(steps_ms):
+    """A keeping-up window's frame (no gaps) from its steps' lengths (step 0 the start-up)."""
+    records, t = [], 0.0
+    for i, ms in enumerate(steps_ms):
+        records.append(steptrace.StepTimes(i, t, t, t + ms / 2e3, t + ms / 1e3, 1.0))
+        t += ms / 1e3
+    return steptrace.steps_frame(records, 32)
+
+
+# cpu_demo's tuned arm (2 map workers on 2 cores), its 30 training steps as measured
+# (2026-12-06): the pipeline fills its buffer beside the network (slow steps), then idles
+# while the network drains it (runs of ~590 ms)
+TUNED = [3399, 2597, 2295, 1306, 610, 598, 588, 922, 3100, 577, 3246, 2297, 654, 3164, 2049, 2431,
+         1303, 430, 1316, 1108, 634, 595, 588, 588, 628, 587, 596, 593, 590, 2696]
+
+
+def test_a_pipeline_that_keeps_up_by_cycles_is_counted_over_whole_buffer_cycles():
+    """Between two steps that each open a run of fast steps after slow ones, the buffer was
+    full at both ends: the steps between are the pipeline's own (1525 ms, beside a CPU floor
+    of 1531 ms), where the mean of all 28 read 1289 ms (ending in a drain) and a drained
+    start's 12 steps 1.6-2.0 s (the fill alone)."""
+    points, cycles = steptrace.buffer_full_points(_stepped(TUNED), 2)
+    assert points == [4, 20] and cycles
+    found = steptrace.cycle_estimate(_stepped(TUNED), 2, 4, steady_steps=12)
+    assert found.step_ms == pytest.approx(sum(TUNED[4:20]) / 16) and (found.first, found.last) == (3, 19)
+    assert "buffer" in found.rule
+    assert 1500 < found.step_ms < 1550 < sum(TUNED[2:]) / 28 + 300
+    # one idle run so far: a cycling window waits for the next (not the mean at 12 steps) ...
+    assert steptrace.cycle_estimate(_stepped(TUNED[:16]), 2, 4, steady_steps=12).step_ms is None
+    # ... until its last step, where the mean is all it has, and says so
+    last = steptrace.cycle_estimate(_stepped(TUNED[:16]), 2, 4, steady_steps=12, final=True)
+    assert last.step_ms == pytest.approx(sum(TUNED[2:16]) / 14) and "no whole buffer cycle" in last.rule
