@@ -236,9 +236,11 @@ def _judge_paired(claim: Claim, found: Paired, kind: str) -> Judgement:
     none of it does, inconclusive otherwise."""
     ends = sum(claim.passes(v) for v in (found.low, found.high))
     result = {2: "holds", 0: "does not hold"}.get(ends, "inconclusive")
-    unit = "rounds" if found.basis == "paired" else "batches"
+    unit = "batches" if found.basis == "batches" else "rounds"
     how = (f"batch means {pct(found.level)} over {found.rounds} batches of the window's steps"
-           if found.basis != "paired" else
+           if found.basis == "batches" else
+           f"{pct(found.level)} over the windows of the arm's own setting in {found.rounds} "
+           "interleaved rounds" if found.basis == "rounds" else
            f"paired {pct(found.level)} over {found.rounds} interleaved rounds" if found.runs == 1 else
            f"paired {pct(found.level)} over {found.rounds} interleaved rounds of {found.runs} runs, "
            "pooled (random effects)")

@@ -191,6 +191,9 @@ class CycleEstimate:
 # FAST_RUN of them is the pipeline idle on a full buffer (one fast step can be a burst)
 FAST_SHARE = 1.25
 FAST_RUN = 3
+# steps alike enough to average before a window's last step (coefficient of variation): the
+# prepared pipeline's windows vary 3 %, a two-worker fill phase's 30-40 %
+ALIKE_CV = 0.25
 
 
 def buffer_full_points(frame: pd.DataFrame, first_candidate: int) -> tuple[list[int], bool]:
@@ -208,7 +211,13 @@ def buffer_full_points(frame: pd.DataFrame, first_candidate: int) -> tuple[list[
             if i > first_candidate and not fast[i - 1]:
                 points.append(i)
     # a stray slow step (a hiccup) is no fill phase: cycling needs FAST_RUN slow steps too
-    return points, idles and int((~fast[first_candidate:]).sum()) >= FAST_RUN
+    # a point counts after a fill (FAST_RUN slow steps since the one before): an idle run cut by
+    # one slow step is one idle run, not a cycle (it read 711 ms over 4 steps, the cycle ~1.5 s)
+    kept = points[:1]
+    for i in points[1:]:
+        if int((~fast[kept[-1]:i]).sum()) >= FAST_RUN:
+            kept.append(i)
+    return kept, idles and int((~fast[first_candidate:]).sum()) >= FAST_RUN
 
 
 def cycle_estimate(frame: pd.DataFrame, first_candidate: int, min_steps: int,
@@ -233,8 +242,9 @@ def cycle_estimate(frame: pd.DataFrame, first_candidate: int, min_steps: int,
     full again (buffer_full_points). Between two of them it produced exactly the batches
     consumed, so (start of the last - start of the first) / steps between them is its step;
     a mean of 12 steps from a drained start counts the fill and not the idling, and read the
-    two-worker setting 1.6-2.0 s where its whole cycles read 1.5 s. Such a window waits for a
-    second point until its last step (`final`), where it falls back to the mean.
+    two-worker setting 1.6-2.0 s where its whole cycles read 1.5 s. Such a window, and any
+    whose steps are not alike (ALIKE_CV: a fill with no idle run yet), waits for a second
+    point until its last step (`final`), where it falls back to the mean.
     """
     steady = steady_steps or 2 * min_steps
     count = len(frame)
@@ -258,7 +268,10 @@ def cycle_estimate(frame: pd.DataFrame, first_candidate: int, min_steps: int,
         return CycleEstimate(step, a - 1, b - 1, f"{b - a} steps between steps {a} and {b}, each the "
                              "first of a run of fast steps after slow ones (the pipeline's buffer "
                              "full again): whole buffer cycles of a pipeline that keeps up")
-    if keeps_up and (len(rows) >= steady and not cycles or final and len(rows) >= min_steps):
+    # the mean before the last step only where the steps are alike: a drained start's first
+    # dozen steps can be the fill alone (1.3-3.2 s, no idle run yet), whose mean reads slow
+    alike = float(rows["step_ms"].std(ddof=0)) <= ALIKE_CV * float(rows["step_ms"].mean())
+    if keeps_up and (len(rows) >= steady and not cycles and alike or final and len(rows) >= min_steps):
         return CycleEstimate(float(rows["step_ms"].mean()), first_candidate - 1, count - 1,
                              f"{len(waited)} of {len(rows)} steps waited beyond the noise floor "
                              f"({floor:.0f} ms): the pipeline keeps up; the mean of the steps"

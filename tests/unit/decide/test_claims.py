@@ -501,3 +501,35 @@ def test_a_remedys_claimed_bound_is_told_to_its_arms_rounds():
     flow = Workflow.of(yaml.safe_load((REPO / "workflow" / "config.yaml").read_text()))
     assert list(compose_arm(flow, "seed_case", "prepared", SEED_CLAIMS).verify.against_source_bounds) == [5.0]
     assert list(compose_arm(flow, "seed_case", "tuned", SEED_CLAIMS).verify.against_source_bounds) == []
+
+
+def test_the_share_of_the_allowed_speedup_reads_the_arms_own_windows_over_its_rounds():
+    """A pipeline that cycles holds one or two cycles in a training window (cpu_demo's tuned
+    arm read 1289 ms, its whole cycle 1525 ms, its CPU floor 1531 ms): the claim reads the
+    windows its verification measured at its own setting, one a round, with their interval;
+    without them, the training window's batch means as before."""
+    from types import SimpleNamespace
+
+    from records import make_summary
+
+    from perfstudy.measure.rounds import Rounds, Visit, Window
+
+    def arm(name, own=()):
+        visits = [Visit(0, r, 0, Window(ms, 20, 16, 30.0), None) for r, ms in enumerate(own)]
+        rounds = Rounds(1, 0, [[0]] * len(own), visits, "decided", 1.0, None, 0.10)
+        summary = make_summary(arm=name, run=name, steady_step_ms=1289.0 if own else 2000.0,
+                               floor_ms=1531.0, binding_floor="cpu")
+        summary = replace(summary, verification=SimpleNamespace(rounds=rounds) if own else None)
+        return SimpleNamespace(name=name, diagnosis=None, steps=None, summary=summary)
+
+    spec = ClaimsFile.of({"claims": [{"id": "c", "claim": "x", "metric": "speedup_of_allowed",
+                                      "arm": "tuned", "against": "baseline", "at_least": 0.8}]})
+    got = scorecard.score(spec, [arm("baseline"), arm("tuned", [1540.0, 1500.0, 1560.0, 1525.0])]).claims[0]
+    assert got.measured == pytest.approx(1531.0 / (1540.0 * 1500.0 * 1560.0 * 1525.0) ** 0.25)
+    assert got.result == "holds" and 0.8 < got.interval[0] < got.measured < got.interval[1]
+    assert "4 rounds" in got.measured_text and "own setting" in got.interval_kind
+    assert "training window read 1289 ms" in got.detail
+    far = scorecard.score(spec, [arm("baseline"), arm("tuned", [2100.0, 2000.0, 2050.0])]).claims[0]
+    assert far.result == "does not hold"  # 1531 / ~2050: 75 %, the whole interval below 80 %
+    alone = scorecard.score(spec, [arm("baseline"), arm("tuned")]).claims[0]
+    assert alone.interval is None and "floor allows" in alone.detail  # no rounds: the window

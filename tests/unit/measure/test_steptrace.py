@@ -157,3 +157,27 @@ def test_a_pipeline_that_keeps_up_by_cycles_is_counted_over_whole_buffer_cycles(
     # ... until its last step, where the mean is all it has, and says so
     last = steptrace.cycle_estimate(_stepped(TUNED[:16]), 2, 4, steady_steps=12, final=True)
     assert last.step_ms == pytest.approx(sum(TUNED[2:16]) / 14) and "no whole buffer cycle" in last.rule
+
+
+def test_a_fill_with_no_idle_run_yet_is_not_averaged_before_the_windows_last_step():
+    """A drained start's first dozen steps can be the fill alone (slow, uneven, no idle run
+    yet): their mean read a two-worker setting 1817 ms where its whole cycles read 1.3-1.4 s.
+    Steps that are alike (a prepared pipeline's 350-370 ms) are averaged at steady_steps."""
+    fill = [3000, 1300, 2300, 3100, 1400, 2400, 3000, 1300, 2500, 3100, 1350, 2200, 2900, 1500]
+    assert steptrace.cycle_estimate(_stepped(fill), 1, 4, steady_steps=12).step_ms is None
+    assert steptrace.cycle_estimate(_stepped(fill), 1, 4, steady_steps=12, final=True).step_ms \
+        == pytest.approx(sum(fill[1:]) / 13)
+    alike = [900] + [350 + 20 * (i % 2) for i in range(13)]
+    assert steptrace.cycle_estimate(_stepped(alike), 1, 4, steady_steps=12).step_ms == pytest.approx(
+        sum(alike[1:]) / 13)
+
+
+def test_an_idle_run_cut_by_one_slow_step_is_no_cycle():
+    """Two idle runs with one slow step between are one idle run: no fill, no whole cycle (it
+    read 711 ms over 4 steps where the setting's cycles read ~1.5 s)."""
+    cut = [3000, 2400, 2900, 1500, 600, 590, 600, 1400, 590, 600, 595, 2500, 3000, 2200, 1700, 2900,
+           600, 590, 600, 2400]
+    points, cycles = steptrace.buffer_full_points(_stepped(cut), 1)
+    assert points == [4, 16] and cycles
+    assert steptrace.cycle_estimate(_stepped(cut), 1, 4, steady_steps=12).step_ms == pytest.approx(
+        sum(cut[4:16]) / 12)
