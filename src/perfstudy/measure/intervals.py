@@ -189,6 +189,15 @@ def _log_mean_half(interval: RatioInterval) -> tuple[float, float]:
     return (low + high) / 2, (high - low) / 2
 
 
+def _rounds_within(interval: RatioInterval, width: float, level: float) -> int | None:
+    """The fewest rounds, more than the interval's, whose Student-t half width at its spread
+    is within `width` (log); None past 1000."""
+    for n in range(interval.rounds + 1, 1001):
+        if float(stats.t.ppf(0.5 + level / 2, n - 1)) * interval.sd_log / math.sqrt(n) <= width:
+            return n
+    return None
+
+
 def rounds_for(interval: RatioInterval, margin: float, level: float = LEVEL) -> int | None:
     """About how many rounds would let an interval this noisy decide at `margin`: the fewest,
     more than now, whose Student-t half width (at this spread) is within the distance from the
@@ -202,12 +211,7 @@ def rounds_for(interval: RatioInterval, margin: float, level: float = LEVEL) -> 
     room = size - near if size > estimate else abs(size - math.log(1 + margin))
     if room < 0.01:
         return None
-    n = interval.rounds + 1  # the next round at least: the current ones did not decide it
-    while n <= 1000:
-        if float(stats.t.ppf(0.5 + level / 2, n - 1)) * interval.sd_log / math.sqrt(n) <= room:
-            return n
-        n += 1
-    return None
+    return _rounds_within(interval, room, level)  # more than now: they did not decide it
 
 
 def rounds_for_precision(interval: RatioInterval, precision: float, level: float = LEVEL) -> int | None:
@@ -218,12 +222,7 @@ def rounds_for_precision(interval: RatioInterval, precision: float, level: float
         return interval.rounds
     if not math.isfinite(interval.sd_log) or interval.sd_log <= 0 or precision <= 0:
         return None
-    n = interval.rounds + 1
-    while n <= 1000:
-        if float(stats.t.ppf(0.5 + level / 2, n - 1)) * interval.sd_log / math.sqrt(n) <= precision:
-            return n
-        n += 1
-    return None
+    return _rounds_within(interval, precision, level)
 
 
 @dataclass(frozen=True)
