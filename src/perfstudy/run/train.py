@@ -48,7 +48,8 @@ class DeviceError(RuntimeError):
 
 def _setup_mindspore(cfg) -> None:
     try:  # set_device may accept an accelerator and fail only at its first op: try one
-        ms.set_device(cfg.trainer.device_target)
+        if ms.get_context("device_target") != cfg.trainer.device_target:  # once kernels ran it refuses
+            ms.set_device(cfg.trainer.device_target)  # even the device it has (a second run in a process)
         if cfg.trainer.device_target != "CPU":
             (ms.Tensor(np.ones(1, np.float32)) + 1).asnumpy()  # eager, before graph mode
     except RuntimeError as exc:

@@ -29,3 +29,22 @@ def test_schedules():
     assert warm == pytest.approx([0.05, 0.1, 0.1, 0.1])
     with pytest.raises(ValueError):
         learning_rates("linear", 0.1, 3)
+
+
+def test_a_run_after_kernels_ran_without_set_device_keeps_their_device():
+    """MindSpore refuses set_device once a kernel ran without it, even for the device it has: a
+    training after another test's kernels in one process (a test worker, a notebook) must go on,
+    not read 'CPU is not usable'. A fresh process, so the order is forced."""
+    import subprocess
+    import sys
+
+    script = (
+        "import numpy as np, mindspore as ms\n"
+        "from perfstudy.common.config import compose_run_config\n"
+        "from perfstudy.run.train import _setup_mindspore\n"
+        "assert (ms.Tensor(np.ones(2, np.float32)) * 2).asnumpy().tolist() == [2.0, 2.0]\n"
+        "_setup_mindspore(compose_run_config(['size=smoke']))\n"
+        "print('device', ms.get_context('device_target'))\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "device CPU" in done.stdout
