@@ -39,7 +39,15 @@ from perfstudy.common.thresholds import fmt, pct
 from perfstudy.decide import arms as arms_mod
 from perfstudy.decide.arms import Arm
 from perfstudy.decide.diagnosis import verdict_label
-from perfstudy.decide.paired import Paired, absolute, paired_pick, paired_speedup, prediction_error
+from perfstudy.decide.paired import (
+    Paired,
+    absolute,
+    paired_pick,
+    paired_speedup,
+    pool,
+    prediction_error,
+    setting_windows,
+)
 from perfstudy.decide.remedy_proof import Remedies, RemedyEvidence
 from perfstudy.decide.whatif import predict
 from perfstudy.measure.intervals import batch_means, log_interval
@@ -274,21 +282,18 @@ def allowed_speedup(arm, against) -> float:
 
 def _speedup_of_allowed(claim: Claim, arms: dict[str, Arm], prepared: Remedies):
     """The arm's floor over its own step (the compared arm cancels: both from the arms' own
-    windows, so a paired speedup, measured another way, must not be mixed in). The step: the
-    windows of the arm's own setting in its verification's rounds, each a fresh pipeline counted
-    over whole cycles, with their interval (one training window of a pipeline that cycles
-    holds one or two cycles: 1289 ms against 1525 over its whole cycle); without them, the
-    training window with the interval of its batch means (the floor taken as measured)."""
+    windows, so a paired speedup, measured another way, must not be mixed in). The step: every
+    run's windows at the arm's setting (its own verification's and any other run's that measured
+    it as a candidate: `setting_windows`), each a fresh pipeline counted over whole cycles; each
+    run's rounds give an estimate and the runs are pooled (random effects: the spread between
+    processes a variance component), never the union. One training window of a pipeline that
+    cycles holds one or two cycles (1289 ms against 1525 over its whole cycle); without rounds,
+    the training window with the interval of its batch means (the floor taken as measured)."""
     arm, against = _arm(arms, claim.arm), _arm(arms, claim.against, "compared arm")
     s = arm.summary
-    own = own_windows(arm)
-    if len(own) >= 2:
-        found = log_interval([math.log(s.floor_ms / w) for w in own])
-        step = s.floor_ms / found.ratio
-        return Paired(found.ratio, found.low, found.high, found.rounds, found.level, basis="rounds"), (
-            f"its {floor_name(s.binding_floor)} floor {s.floor_ms:.0f} ms over its own setting's step "
-            f"{step:.0f} ms, the geometric mean of its windows in {found.rounds} rounds of its verification "
-            f"({', '.join(f'{w:.0f}' for w in own)} ms; its training window read {s.steady_step_ms:.0f} ms)")
+    runs = [(name, w) for name, w in setting_windows(arm, arms.values()) if len(w) >= 2]
+    if runs:
+        return _floor_over(s, runs)
     speedup = against.summary.steady_step_ms / s.steady_step_ms
     allowed = allowed_speedup(arm, against)
     value = speedup / allowed
@@ -304,12 +309,23 @@ def _speedup_of_allowed(claim: Claim, arms: dict[str, Arm], prepared: Remedies):
                   basis="batches"), detail + f"; the step's {found.batches} batches"
 
 
-def own_windows(arm) -> list[float]:
-    """The steps the arm's verification measured at its own setting (plan[0]), one a round."""
-    ver = arm.summary.verification
-    if ver is None or ver.rounds is None:
-        return []
-    return [w for w in ver.rounds.series(0) if w is not None]
+def _floor_over(s, runs: list[tuple[str, list[float]]]) -> tuple[Paired, str]:
+    """The floor over each run's windows at the setting (log per round), pooled over the runs."""
+    parts = []
+    for _, windows in runs:
+        i = log_interval([math.log(s.floor_ms / w) for w in windows])
+        parts.append(Paired(i.ratio, i.low, i.high, i.rounds, i.level, basis="rounds"))
+    found = pool(parts)
+    each = "; ".join(f"{name}'s {len(w)} ({', '.join(f'{x:.0f}' for x in w)} ms)" for name, w in runs)
+    spread = ("" if found.runs == 1 else
+              "; the runs agree within their rounds' noise" if found.between_sd_log == 0 else
+              f"; the runs differ beyond their rounds' noise (a between-run spread of "
+              f"{found.between_sd_log:.0%} widens the interval)")
+    return found, (f"its {floor_name(s.binding_floor)} floor {s.floor_ms:.0f} ms over its own setting's "
+                   f"step {s.floor_ms / found.value:.0f} ms, the geometric mean of its setting's windows in "
+                   f"{found.rounds} rounds of "
+                   + ("its verification" if found.runs == 1 else f"{found.runs} runs' verifications, pooled")
+                   + f" ({each}){spread}; its training window read {s.steady_step_ms:.0f} ms")
 
 
 def _prediction_error(claim: Claim, arms: dict[str, Arm], _prepared: Remedies):

@@ -94,6 +94,26 @@ def paired_speedup(arm, against) -> tuple[Paired, str] | None:
                      f"{both.between_sd_log:.0%} widens the interval") + ")")
 
 
+def setting_windows(arm, runs) -> list[tuple[str, list[float]]]:
+    """Every run's windows at the arm's own settings, one a round: the arm's verification's own
+    setting (plan[0]) first, then each other run of the same data and code (only settings
+    differ) whose verification measured the arm's settings as a candidate (the baseline's
+    rounds measure the tuned arm's setting too). Runs with no such window are left out."""
+    found: list[tuple[str, list[float]]] = []
+    ver = arm.summary.verification
+    if ver is not None and ver.rounds is not None:
+        found.append((arm.name, [w for w in ver.rounds.series(0) if w is not None]))
+    target = canonical(arm.summary.operator_settings or {})
+    for other in runs:
+        ver = other.summary.verification
+        if other is arm or ver is None or ver.rounds is None or not _only_settings_differ(arm, other):
+            continue
+        rank = next((p.rank for p in ver.plan[1:] if canonical(p.settings) == target), None)
+        if rank is not None:
+            found.append((other.name, [w for w in ver.rounds.series(rank) if w is not None]))
+    return [(name, windows) for name, windows in found if windows]
+
+
 def prediction_error(relative: float, value: float, low: float, high: float) -> list[float]:
     """A prediction's signed error against a speedup measured paired by round (and at its
     interval's ends): `relative` is the predicted step over the step of the run it was made

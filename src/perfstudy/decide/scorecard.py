@@ -202,8 +202,9 @@ def judge(claim: Claim, values: list[Any], kind: str) -> Judgement:
     n = len(values)
     if n == 1 and isinstance(values[0], Paired):
         return _judge_paired(claim, values[0], kind)
-    if kind == "times" and all(isinstance(v, Paired) and v.basis == "paired" for v in values):
-        # ratios each repeat measured in its own rounds: one estimate over all their rounds
+    if all(isinstance(v, Paired) and v.basis in ("paired", "rounds") for v in values) \
+            and len({v.basis for v in values}) == 1 and (kind == "times" or values[0].basis == "rounds"):
+        # what each repeat measured in its own rounds: one estimate over all their rounds
         return replace(_judge_paired(claim, pool(values), kind), repeats=n,
                        values=[v.value for v in values])
     values = [float(v) if isinstance(v, Paired) else v for v in values]
@@ -240,7 +241,8 @@ def _judge_paired(claim: Claim, found: Paired, kind: str) -> Judgement:
     how = (f"batch means {pct(found.level)} over {found.rounds} batches of the window's steps"
            if found.basis == "batches" else
            f"{pct(found.level)} over the windows of the arm's own setting in {found.rounds} "
-           "interleaved rounds" if found.basis == "rounds" else
+           "interleaved rounds" + ("" if found.runs == 1 else f" of {found.runs} runs, pooled (random effects)")
+           if found.basis == "rounds" else
            f"paired {pct(found.level)} over {found.rounds} interleaved rounds" if found.runs == 1 else
            f"paired {pct(found.level)} over {found.rounds} interleaved rounds of {found.runs} runs, "
            "pooled (random effects)")

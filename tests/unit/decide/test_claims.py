@@ -533,3 +533,43 @@ def test_the_share_of_the_allowed_speedup_reads_the_arms_own_windows_over_its_ro
     assert far.result == "does not hold"  # 1531 / ~2050: 75 %, the whole interval below 80 %
     alone = scorecard.score(spec, [arm("baseline"), arm("tuned")]).claims[0]
     assert alone.interval is None and "floor allows" in alone.detail  # no rounds: the window
+
+
+def test_the_share_of_the_allowed_speedup_pools_every_run_that_measured_the_arms_setting():
+    """The baseline's rounds measure the tuned arm's setting as a candidate: its windows there
+    are evidence about the tuned step too. Each run's rounds give an estimate, pooled with the
+    spread between the runs as a variance component: two agreeing runs of 3 rounds narrow the
+    interval past the bound where the tuned arm's own 3 rounds could not decide; a run of
+    another dataset (not only settings differ) is never pooled."""
+    from types import SimpleNamespace
+
+    from records import make_summary
+
+    from perfstudy.measure.rounds import Rounds, Visit, Window
+
+    tuned_settings = {"pipeline.num_parallel_workers": 2}
+
+    def arm(name, series, settings, plan_settings=(), sha="d"):
+        visits = [Visit(s, r, 0, Window(ms, 20, 16, 30.0), None)
+                  for s, windows in enumerate(series) for r, ms in enumerate(windows)]
+        rounds = Rounds(len(series), 0, [list(range(len(series)))] * len(series[0]), visits, "decided",
+                        1.0, None, 0.10)
+        plan = [SimpleNamespace(rank=i, settings=p, label=str(p))
+                for i, p in enumerate([settings, *plan_settings])]
+        summary = make_summary(arm=name, run=name, steady_step_ms=1289.0, floor_ms=1531.0,
+                               binding_floor="cpu", operator_settings=settings, dataset_sha256=sha)
+        summary = replace(summary, verification=SimpleNamespace(rounds=rounds, plan=plan))
+        return SimpleNamespace(name=name, diagnosis=None, steps=None, summary=summary)
+
+    spec = ClaimsFile.of({"claims": [{"id": "c", "claim": "x", "metric": "speedup_of_allowed",
+                                      "arm": "tuned", "against": "baseline", "at_least": 0.8}]})
+    tuned = arm("tuned", [[1640.0, 1560.0, 1800.0]], tuned_settings)
+    alone = scorecard.score(spec, [arm("baseline", [[3000.0] * 3], {}), tuned]).claims[0]
+    assert alone.result == "inconclusive" and "3 rounds" in alone.measured_text
+    base = arm("baseline", [[3000.0, 3100.0, 2950.0], [1600.0, 1680.0, 1720.0]], {}, [tuned_settings])
+    both = scorecard.score(spec, [base, tuned]).claims[0]
+    assert both.result == "holds" and "6 rounds of 2 runs" in both.measured_text
+    assert both.interval[1] - both.interval[0] < alone.interval[1] - alone.interval[0]
+    assert "baseline's 3 (1600, 1680, 1720 ms)" in both.detail and "pooled (random effects)" in both.interval_kind
+    other = arm("baseline", [[3000.0, 3100.0, 2950.0], [1600.0, 1680.0, 1720.0]], {}, [tuned_settings], sha="e")
+    assert scorecard.score(spec, [other, tuned]).claims[0].measured_text == alone.measured_text
