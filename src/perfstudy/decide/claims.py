@@ -291,7 +291,8 @@ def _speedup_of_allowed(claim: Claim, arms: dict[str, Arm], prepared: Remedies):
     the training window with the interval of its batch means (the floor taken as measured)."""
     arm, against = _arm(arms, claim.arm), _arm(arms, claim.against, "compared arm")
     s = arm.summary
-    runs = [(name, w) for name, w in setting_windows(arm, arms.values()) if len(w) >= 2]
+    runs = [(name, [w.step_ms for w in found]) for name, found in setting_windows(arm, arms.values())
+            if len(found) >= 2]
     if runs:
         return _floor_over(s, runs)
     speedup = against.summary.steady_step_ms / s.steady_step_ms

@@ -10,6 +10,7 @@ from perfstudy.common.thresholds import GAIN_THAT_MATTERS
 from perfstudy.decide.whatif import canonical
 from perfstudy.measure import rounds as rounds_mod
 from perfstudy.measure.intervals import RatioInterval, pooled
+from perfstudy.measure.rounds import Window
 
 
 @dataclass(frozen=True)
@@ -94,15 +95,16 @@ def paired_speedup(arm, against) -> tuple[Paired, str] | None:
                      f"{both.between_sd_log:.0%} widens the interval") + ")")
 
 
-def setting_windows(arm, runs) -> list[tuple[str, list[float]]]:
-    """Every run's windows at the arm's own settings, one a round: the arm's verification's own
-    setting (plan[0]) first, then each other run of the same data and code (only settings
-    differ) whose verification measured the arm's settings as a candidate (the baseline's
-    rounds measure the tuned arm's setting too). Runs with no such window are left out."""
-    found: list[tuple[str, list[float]]] = []
+def setting_windows(arm, runs) -> list[tuple[str, list[Window]]]:
+    """Every run's windows at the arm's own settings, one a round (those that reached a steady
+    estimate): the arm's verification's own setting (plan[0]) first, then each other run of the
+    same data and code (only settings differ) whose verification measured the arm's settings as
+    a candidate (the baseline's rounds measure the tuned arm's setting too). Runs with no such
+    window are left out."""
+    found: list[tuple[str, list[Window]]] = []
     ver = arm.summary.verification
     if ver is not None and ver.rounds is not None:
-        found.append((arm.name, [w for w in ver.rounds.series(0) if w is not None]))
+        found.append((arm.name, _steady(ver.rounds, 0)))
     target = canonical(arm.summary.operator_settings or {})
     for other in runs:
         ver = other.summary.verification
@@ -110,8 +112,14 @@ def setting_windows(arm, runs) -> list[tuple[str, list[float]]]:
             continue
         rank = next((p.rank for p in ver.plan[1:] if canonical(p.settings) == target), None)
         if rank is not None:
-            found.append((other.name, [w for w in ver.rounds.series(rank) if w is not None]))
+            found.append((other.name, _steady(ver.rounds, rank)))
     return [(name, windows) for name, windows in found if windows]
+
+
+def _steady(rounds, setting: int) -> list[Window]:
+    """The setting's kept windows that reached a step, in round order."""
+    return [v.window for v in sorted(rounds.kept(), key=lambda v: v.round)
+            if v.setting == setting and v.window.step_ms is not None]
 
 
 def prediction_error(relative: float, value: float, low: float, high: float) -> list[float]:
