@@ -262,8 +262,8 @@ class VerifyConfig:
     # what the rounds may cost, as a share of the training's wall time before them: a round
     # that would end past it is not started (after min_rounds)
     budget_share: float = 1.0
-    # past the budget, rounds go on up to this share while the rounds that would settle every
-    # open candidate (at its spread so far) fit in it: at cpu_demo the 1x budget stopped the
+    # past the budget, rounds go on up to this share while the rounds that would settle the
+    # most promising open candidate (at its spread so far) fit in it: at cpu_demo the 1x budget stopped the
     # rounds 1-6 short of an answer (docs/measurement.md)
     stretch_share: float = 3.0
     # the shares above are of the training's wall time, or of this many seconds where the

@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +51,7 @@ from perfstudy.decide.paired import (
 from perfstudy.decide.remedy_proof import Remedies, RemedyEvidence
 from perfstudy.decide.whatif import predict
 from perfstudy.measure.intervals import batch_means, log_interval
+from perfstudy.measure.steptrace import WAITED_CYCLES
 
 SCHEMA = REPO_ROOT / "docs" / "schemas" / "claims.schema.json"
 
@@ -220,7 +221,11 @@ def _gap_share(claim: Claim, arms: dict[str, Arm], _prepared: Remedies):
     """The share of the window spent waiting for data, with its batch-means interval: one
     window's steps are not independent (a wait lets the queue fill, the next steps do not
     wait), so the interval comes from batches of steps, and a share near the bound reads
-    inconclusive rather than holding on one run and failing on the next."""
+    inconclusive rather than holding on one run and failing on the next. Where rounds measured
+    the arm's setting in windows counted between two waits (whole pipeline cycles: a pipeline
+    that does not keep up), each run's windows are an estimate of the same share, pooled with
+    the training window's (random effects: the window and each run's rounds a source, their
+    spread a variance component)."""
     arm = _arm(arms, claim.arm)
     s = arm.summary
     detail = f"gap {s.gap_ms.mean:.0f} ms of a {s.steady_step_ms:.0f} ms step"
@@ -231,8 +236,34 @@ def _gap_share(claim: Claim, arms: dict[str, Arm], _prepared: Remedies):
     if found is None:
         return s.gap_share, detail
     low, high = min(found.low, s.gap_share), max(found.high, s.gap_share)
-    return Paired(s.gap_share, max(0.0, low), min(1.0, high), found.batches, found.level,
-                  basis="batches"), detail + f" ({found.batches} batches of the window)"
+    own = Paired(s.gap_share, max(0.0, low), min(1.0, high), found.batches, found.level, basis="batches")
+    detail += f" ({found.batches} batches of the window)"
+    rounds = [(name, shares) for name, shares in _cycle_shares(arm, arms) if len(shares) >= 2]
+    if not rounds or own.low <= 0:
+        return own, detail
+    parts = [own, *(Paired(i.ratio, i.low, i.high, i.rounds, i.level, basis="rounds") for i in
+                     (log_interval([math.log(g) for g in shares]) for _, shares in rounds))]
+    both = pool(parts)
+    each = "; ".join(f"{name}'s {len(g)} ({', '.join(pct(x) for x in g)})" for name, g in rounds)
+    return replace(both, basis="batches+rounds"), (
+        detail + f", pooled with the gap shares of the windows its setting's rounds counted over "
+        f"whole pipeline cycles ({each})" + _spread(both))
+
+
+def _cycle_shares(arm, arms: dict[str, Arm]) -> list[tuple[str, list[float]]]:
+    """Each run's gap shares of the windows at the arm's setting counted between two waits."""
+    return [(name, [w.gap_share for w in windows if w.gap_share and w.drain_rule.endswith(WAITED_CYCLES)])
+            for name, windows in setting_windows(arm, arms.values())]
+
+
+def _spread(found: Paired) -> str:
+    """What the spread between pooled sources did to the interval."""
+    if found.runs == 1:
+        return ""
+    if found.between_sd_log == 0:
+        return "; the sources agree within their own noise"
+    return (f"; the sources differ beyond their own noise (a spread of {pct(found.between_sd_log)} "
+            "between them widens the interval)")
 
 
 def _culprit_key(claim: Claim, arms: dict[str, Arm], _prepared: Remedies):
@@ -318,10 +349,7 @@ def _floor_over(s, runs: list[tuple[str, list[float]]]) -> tuple[Paired, str]:
         parts.append(Paired(i.ratio, i.low, i.high, i.rounds, i.level, basis="rounds"))
     found = pool(parts)
     each = "; ".join(f"{name}'s {len(w)} ({', '.join(f'{x:.0f}' for x in w)} ms)" for name, w in runs)
-    spread = ("" if found.runs == 1 else
-              "; the runs agree within their rounds' noise" if found.between_sd_log == 0 else
-              f"; the runs differ beyond their rounds' noise (a between-run spread of "
-              f"{found.between_sd_log:.0%} widens the interval)")
+    spread = _spread(found)
     return found, (f"its {floor_name(s.binding_floor)} floor {s.floor_ms:.0f} ms over its own setting's "
                    f"step {s.floor_ms / found.value:.0f} ms, the geometric mean of its setting's windows in "
                    f"{found.rounds} rounds of "

@@ -24,7 +24,8 @@ class Paired:
     rounds: int  # the interleaved rounds (basis "paired") or the window's batches ("batches")
     level: float
     # or "batches": one window's batch means (perfstudy.measure.intervals); "rounds": one
-    # setting's windows over a verification's rounds (a quantity of one arm, not a ratio of two)
+    # setting's windows over a verification's rounds (a quantity of one arm, not a ratio of two);
+    # "batches+rounds": a window's batches pooled with rounds' windows of its setting
     basis: str = "paired"
     runs: int = 1  # the runs (processes) whose rounds were pooled
     between_sd_log: float = 0.0  # their spread beyond their rounds' noise (0: they agree)

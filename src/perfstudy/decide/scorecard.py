@@ -237,16 +237,19 @@ def _judge_paired(claim: Claim, found: Paired, kind: str) -> Judgement:
     none of it does, inconclusive otherwise."""
     ends = sum(claim.passes(v) for v in (found.low, found.high))
     result = {2: "holds", 0: "does not hold"}.get(ends, "inconclusive")
-    unit = "batches" if found.basis == "batches" else "rounds"
+    unit = {"batches": "batches", "batches+rounds": "batches and rounds"}.get(found.basis, "rounds")
     how = (f"batch means {pct(found.level)} over {found.rounds} batches of the window's steps"
            if found.basis == "batches" else
+           f"{pct(found.level)} over the window's batches and the rounds' windows at its setting "
+           f"({found.rounds} in all, {found.runs} sources), pooled (random effects)"
+           if found.basis == "batches+rounds" else
            f"{pct(found.level)} over the windows of the arm's own setting in {found.rounds} "
            "interleaved rounds" + ("" if found.runs == 1 else f" of {found.runs} runs, pooled (random effects)")
            if found.basis == "rounds" else
            f"paired {pct(found.level)} over {found.rounds} interleaved rounds" if found.runs == 1 else
            f"paired {pct(found.level)} over {found.rounds} interleaved rounds of {found.runs} runs, "
            "pooled (random effects)")
-    if found.runs > 1:
+    if found.runs > 1 and found.basis != "batches+rounds":
         unit += f" of {found.runs} runs"
     return Judgement(measured=found.value, interval=[found.low, found.high], interval_kind=how,
                      measured_text=f"{fmt(found.value, kind)} ({fmt(found.low, kind)}-{fmt(found.high, kind)}, "

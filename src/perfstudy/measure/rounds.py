@@ -25,7 +25,7 @@ Rounds are added until `decided(rounds so far)` says every comparison is settled
 stopping, from `min_rounds` on), `max_rounds` are done, or the next round would not fit in
 `budget_s` (judged by the last round's cost; the first `min_rounds` always run: fewer cannot
 make an interval). The budget stretches to `stretch_s` only while `needed(rounds so far)`, the
-rounds that would settle every open comparison at its spread so far (intervals.rounds_for),
+rounds that would settle the open comparison that can change the answer (rounds_to_settle),
 fit in it: a comparison a few rounds short of an answer gets them, one that sits on the edge of
 the band (or needs more than the stretch holds) stops at the budget. Stretching on an estimate
 of the rounds needed, never on how close to "significant" the interval is, keeps it from being
@@ -146,7 +146,7 @@ class Schedule:
     max_interference: float = 0.10
     decided: Callable[[Rounds], bool] = field(default=lambda rounds: False)
     # past budget_s, rounds go on up to stretch_s while needed(rounds) (the total rounds that
-    # would settle every open comparison; None: unknown or never) fits in it
+    # would settle the open comparison that can change the answer; None: unknown or never) fits
     stretch_s: float | None = None
     needed: Callable[[Rounds], int | None] = field(default=lambda rounds: None)
     # a race: the settings that leave the rounds (settled; never the reference, setting 0)
@@ -325,16 +325,24 @@ def all_settled(margin: float, reference: int = 0, level: float = LEVEL) -> Call
 
 def rounds_to_settle(margin: float, reference: int = 0,
                      level: float = LEVEL) -> Callable[[Rounds], int | None]:
-    """The rounds that would settle every open comparison (the most any needs; None when one
-    cannot say: no spread yet, or an estimate on the band's edge)."""
+    """The rounds that would settle the open comparison that can change the answer: the most
+    promising (lowest ratio) of those still open. Read "faster", it becomes the pick and any
+    candidate that cannot beat it by the margin leaves; read otherwise, the next most promising
+    is followed the same way on the next check. None when it cannot say (no spread yet, or an
+    estimate on the band's edge). Until 2026-12-06 the most any open comparison needed: one
+    candidate near 1.0x, needing many rounds, kept the stretch from deciding another that one
+    more round would have (mixed_cost, docs/measurement.md)."""
     def needed(rounds: Rounds) -> int | None:
         comparisons = compare_all(rounds, margin, reference, level)
         done = settled_settings(comparisons, margin)
-        open_ = [c for c in comparisons if c.setting not in done]
-        if not open_ or any(c.rounds_needed is None for c in open_):
+        open_ = [c for c in comparisons if c.setting not in done and c.ratio is not None]
+        if not open_:
+            return None
+        best = min(open_, key=lambda c: c.ratio)
+        if best.rounds_needed is None:
             return None
         # paired rounds may be fewer than rounds run (a window not steady pairs nothing)
-        return max(len(rounds.orders) + c.rounds_needed - c.rounds for c in open_)
+        return len(rounds.orders) + best.rounds_needed - best.rounds
     return needed
 
 

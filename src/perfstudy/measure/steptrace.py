@@ -220,6 +220,12 @@ def buffer_full_points(frame: pd.DataFrame, first_candidate: int) -> tuple[list[
     return kept, idles and int((~fast[first_candidate:]).sum()) >= FAST_RUN
 
 
+# how a window counted between two steps that waited says so (its drain_rule ends with this):
+# its counted stretch is whole cycles from one wait to the next, so its gap share is the
+# pipeline's own (a keeping-up window's mean, or its buffer cycles, are not cut at waits)
+WAITED_CYCLES = "whole pipeline cycles"
+
+
 def cycle_estimate(frame: pd.DataFrame, first_candidate: int, min_steps: int,
                    steady_steps: int = 0, final: bool = False) -> CycleEstimate:
     """The step of a window from whole cycles of its pipeline, never from steps taken one by
@@ -259,7 +265,7 @@ def cycle_estimate(frame: pd.DataFrame, first_candidate: int, min_steps: int,
         arrival = frame["start_time_s"] + frame["gap_ms"] / 1e3
         step = (float(arrival.iloc[b]) - float(arrival.iloc[a])) * 1e3 / (b - a)
         return CycleEstimate(step, a, b, f"{b - a} batches between the arrivals of steps {a} and "
-                             f"{b}, both waited for (gap >= {floor:.0f} ms): whole pipeline cycles")
+                             f"{b}, both waited for (gap >= {floor:.0f} ms): {WAITED_CYCLES}")
     keeps_up = len(waited) <= len(rows) / 4
     full, cycles = buffer_full_points(frame, first_candidate) if keeps_up else ([], False)
     if len(full) >= 2 and full[-1] - full[0] >= min_steps:

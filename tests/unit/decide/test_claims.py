@@ -573,3 +573,41 @@ def test_the_share_of_the_allowed_speedup_pools_every_run_that_measured_the_arms
     assert "baseline's 3 (1600, 1680, 1720 ms)" in both.detail and "pooled (random effects)" in both.interval_kind
     other = arm("baseline", [[3000.0, 3100.0, 2950.0], [1600.0, 1680.0, 1720.0]], {}, [tuned_settings], sha="e")
     assert scorecard.score(spec, [other, tuned]).claims[0].measured_text == alone.measured_text
+
+
+def test_a_gap_share_pools_the_rounds_windows_counted_over_whole_pipeline_cycles():
+    """The baseline's rounds measure its own setting in windows counted between two steps that
+    waited (whole pipeline cycles), each a gap share of the same pipeline: pooled with the
+    training window's batches, a share near its bound is decided where the window alone was
+    not (55.9 %, 49.4-62.8 % against >= 50 % in one make run). A window counted by another rule
+    (a pipeline that keeps up: not cut at waits) is never pooled."""
+    from types import SimpleNamespace
+
+    from records import make_summary
+
+    from perfstudy.measure.rounds import Rounds, Visit, Window
+    from perfstudy.measure.steptrace import WAITED_CYCLES
+
+    gaps = [1500.0, 600, 1400, 700, 1300, 800, 1450, 650, 1350, 750] * 2 + [1100.0] * 5
+    steps = [2000.0] * len(gaps)
+
+    def baseline(shares, rule=f"12 batches between the arrivals of steps 2 and 14: {WAITED_CYCLES}"):
+        visits = [Visit(0, r, 0, Window(2000.0, 16, 12, 30.0, drain_rule=rule, gap_share=g), None)
+                  for r, g in enumerate(shares)]
+        rounds = Rounds(1, 0, [[0]] * len(shares), visits, "decided", 1.0, None, 0.10)
+        summary = make_summary(arm="baseline", run="baseline", gap_share=sum(gaps) / sum(steps),
+                               steady_step_ms=2000.0)
+        summary = replace(summary, verification=SimpleNamespace(rounds=rounds, plan=[]) if shares else None)
+        frame = pd.DataFrame({"phase": "measured", "gap_ms": gaps, "step_ms": steps})
+        return SimpleNamespace(name="baseline", diagnosis=None, steps=frame, summary=summary)
+
+    spec = ClaimsFile.of({"claims": [{"id": "c", "claim": "x", "metric": "gap_share", "arm": "baseline",
+                                      "at_least": 0.5}]})
+    alone = scorecard.score(spec, [baseline([])]).claims[0]
+    assert alone.result == "inconclusive" and alone.interval_kind.startswith("batch means")
+    pooled = scorecard.score(spec, [baseline([0.55, 0.57, 0.56, 0.58])]).claims[0]
+    assert pooled.result == "holds" and pooled.interval[0] > 0.5
+    assert "pooled (random effects)" in pooled.interval_kind and "batches and rounds" in pooled.measured_text
+    assert "baseline's 4 (55 %, 57 %, 56 %, 58 %)" in pooled.detail
+    kept_up = scorecard.score(spec, [baseline([0.55, 0.57, 0.56, 0.58], rule="the mean of the steps")]).claims[0]
+    assert kept_up.measured_text == alone.measured_text
