@@ -42,6 +42,8 @@ from perfstudy.decide.diagnosis import verdict_label
 from perfstudy.decide.paired import (
     Paired,
     absolute,
+    between,
+    over_rounds,
     paired_pick,
     paired_speedup,
     pool,
@@ -50,7 +52,7 @@ from perfstudy.decide.paired import (
 )
 from perfstudy.decide.remedy_proof import Remedies, RemedyEvidence
 from perfstudy.decide.whatif import predict
-from perfstudy.measure.intervals import batch_means, log_interval
+from perfstudy.measure.intervals import batch_means
 from perfstudy.measure.steptrace import WAITED_CYCLES
 
 SCHEMA = REPO_ROOT / "docs" / "schemas" / "claims.schema.json"
@@ -241,29 +243,17 @@ def _gap_share(claim: Claim, arms: dict[str, Arm], _prepared: Remedies):
     rounds = [(name, shares) for name, shares in _cycle_shares(arm, arms) if len(shares) >= 2]
     if not rounds or own.low <= 0:
         return own, detail
-    parts = [own, *(Paired(i.ratio, i.low, i.high, i.rounds, i.level, basis="rounds") for i in
-                     (log_interval([math.log(g) for g in shares]) for _, shares in rounds))]
-    both = pool(parts)
+    both = pool([own, *(over_rounds([math.log(g) for g in shares]) for _, shares in rounds)])
     each = "; ".join(f"{name}'s {len(g)} ({', '.join(pct(x) for x in g)})" for name, g in rounds)
     return replace(both, basis="batches+rounds"), (
         detail + f", pooled with the gap shares of the windows its setting's rounds counted over "
-        f"whole pipeline cycles ({each})" + _spread(both))
+        f"whole pipeline cycles ({each}); " + between(both, "sources", "their own noise"))
 
 
 def _cycle_shares(arm, arms: dict[str, Arm]) -> list[tuple[str, list[float]]]:
     """Each run's gap shares of the windows at the arm's setting counted between two waits."""
     return [(name, [w.gap_share for w in windows if w.gap_share and w.drain_rule.endswith(WAITED_CYCLES)])
             for name, windows in setting_windows(arm, arms.values())]
-
-
-def _spread(found: Paired) -> str:
-    """What the spread between pooled sources did to the interval."""
-    if found.runs == 1:
-        return ""
-    if found.between_sd_log == 0:
-        return "; the sources agree within their own noise"
-    return (f"; the sources differ beyond their own noise (a spread of {pct(found.between_sd_log)} "
-            "between them widens the interval)")
 
 
 def _culprit_key(claim: Claim, arms: dict[str, Arm], _prepared: Remedies):
@@ -343,13 +333,9 @@ def _speedup_of_allowed(claim: Claim, arms: dict[str, Arm], prepared: Remedies):
 
 def _floor_over(s, runs: list[tuple[str, list[float]]]) -> tuple[Paired, str]:
     """The floor over each run's windows at the setting (log per round), pooled over the runs."""
-    parts = []
-    for _, windows in runs:
-        i = log_interval([math.log(s.floor_ms / w) for w in windows])
-        parts.append(Paired(i.ratio, i.low, i.high, i.rounds, i.level, basis="rounds"))
-    found = pool(parts)
+    found = pool([over_rounds([math.log(s.floor_ms / w) for w in windows]) for _, windows in runs])
     each = "; ".join(f"{name}'s {len(w)} ({', '.join(f'{x:.0f}' for x in w)} ms)" for name, w in runs)
-    spread = _spread(found)
+    spread = "" if found.runs == 1 else "; " + between(found)
     return found, (f"its {floor_name(s.binding_floor)} floor {s.floor_ms:.0f} ms over its own setting's "
                    f"step {s.floor_ms / found.value:.0f} ms, the geometric mean of its setting's windows in "
                    f"{found.rounds} rounds of "

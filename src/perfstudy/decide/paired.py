@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from perfstudy.common.thresholds import GAIN_THAT_MATTERS
 from perfstudy.decide.whatif import canonical
 from perfstudy.measure import rounds as rounds_mod
-from perfstudy.measure.intervals import RatioInterval, pooled
+from perfstudy.measure.intervals import RatioInterval, log_interval, pooled
 from perfstudy.measure.rounds import Window
 
 
@@ -91,9 +91,21 @@ def paired_speedup(arm, against) -> tuple[Paired, str] | None:
                      for p, name in found)
     return both, (f"paired by round in {len(found)} runs' verifications, each measuring both "
                   f"settings: {each}; pooled over their {both.rounds} rounds ("
-                  + ("the runs agree within their rounds' noise" if both.between_sd_log == 0 else
-                     f"the runs differ by more than their rounds' noise: a between-run spread of "
-                     f"{both.between_sd_log:.0%} widens the interval") + ")")
+                  + between(both) + ")")
+
+
+def between(found: Paired, what: str = "runs", noise: str = "their rounds' noise") -> str:
+    """What the spread between pooled runs (or sources) did to the interval, in words."""
+    if found.between_sd_log == 0:
+        return f"the {what} agree within {noise}"
+    return (f"the {what} differ by more than {noise}: a between-run spread of "
+            f"{found.between_sd_log:.0%} widens the interval")
+
+
+def over_rounds(logs: list[float]) -> Paired:
+    """One run's per-round logs of a quantity of one arm (basis "rounds"), with their t interval."""
+    i = log_interval(logs)
+    return Paired(i.ratio, i.low, i.high, i.rounds, i.level, basis="rounds")
 
 
 def setting_windows(arm, runs) -> list[tuple[str, list[Window]]]:

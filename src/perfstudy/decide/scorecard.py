@@ -202,8 +202,7 @@ def judge(claim: Claim, values: list[Any], kind: str) -> Judgement:
     n = len(values)
     if n == 1 and isinstance(values[0], Paired):
         return _judge_paired(claim, values[0], kind)
-    if all(isinstance(v, Paired) and v.basis in ("paired", "rounds") for v in values) \
-            and len({v.basis for v in values}) == 1 and (kind == "times" or values[0].basis == "rounds"):
+    if _poolable(values, kind):
         # what each repeat measured in its own rounds: one estimate over all their rounds
         return replace(_judge_paired(claim, pool(values), kind), repeats=n,
                        values=[v.value for v in values])
@@ -230,6 +229,14 @@ def judge(claim: Claim, values: list[Any], kind: str) -> Judgement:
     if held == 0:
         return replace(out, passed=False, result="does not hold")
     return out
+
+
+def _poolable(values: list[Any], kind: str) -> bool:
+    """Every repeat's value measured in its own rounds, of one basis, positive and on a log
+    scale: ratios paired by round ("times"), or one arm's quantity over rounds ("rounds");
+    a signed error (percent, "paired") is not."""
+    bases = {v.basis if isinstance(v, Paired) else None for v in values}
+    return bases == {"rounds"} or (bases == {"paired"} and kind == "times")
 
 
 def _judge_paired(claim: Claim, found: Paired, kind: str) -> Judgement:
