@@ -1,7 +1,9 @@
-"""The diagnosis benchmark through the real DAG (smoke size, two scenarios): each diagnosed
-run gets one answer, its sweep is one run (profiler off) that measures every setting in
-interleaved rounds, the report scores the answer against it, and MLflow gets every run with
-the decision's tags."""
+"""The diagnosis benchmark through the real DAG (smoke size, one scenario: a Python transform,
+threads and processes): the diagnosed run gets one answer, its sweep is one run (profiler off)
+that measures every setting in interleaved rounds, the report scores the answer against it,
+and MLflow gets every run with the decision's tags. (Another key's scenario, a reader's, is
+composed and planned in tests/workflow/test_workflow.py; a second scenario here cost 3 minutes
+of make test.)"""
 
 import subprocess
 
@@ -28,20 +30,18 @@ def test_scenarios_are_diagnosed_swept_scored_and_tracked(tmp_path):
          # window was disturbed and measured twice, and the python_cpu sweep took 5 of 10 minutes
          f"results={tmp_path}", "study=scenarios",
          "overrides=[size=smoke,verify.budget_base_min_s=0,sweep.max_rounds=3,verify.max_interference=0.95]",
-         "studies={scenarios: {select: [python_cpu, slow_reader], "
-         "scenarios: {python_cpu: {values: [1, 2]}, slow_reader: {values: [1, 2]}}}}"],
+         "studies={scenarios: {select: [python_cpu], scenarios: {python_cpu: {values: [1, 2]}}}}"],
         cwd=tmp_path, capture_output=True, text=True, timeout=1500, env=env_without_mlflow())
     assert result.returncode == 0, result.stderr[-3000:]
     runs = tmp_path / "runs" / "scenarios"
-    assert sorted(p.name for p in runs.iterdir() if p.is_dir()) == [
-        "python_cpu", "python_cpu_sweep", "slow_reader", "slow_reader_sweep"]
+    assert sorted(p.name for p in runs.iterdir() if p.is_dir()) == ["python_cpu", "python_cpu_sweep"]
     # the diagnosed runs: the Python map was probed alone, threads and processes
     summary = read_json(runs / "python_cpu" / "summary.json")
     probe = summary["calibration"]["operators"][0]
     assert probe["config_key"] == "pipeline.extra_transform_workers"
     assert {(p["workers"], p["multiprocessing"]) for p in probe["points"]} == {
         (1, False), (2, False), (1, True), (2, True)}
-    for name in ("python_cpu", "slow_reader"):
+    for name in ("python_cpu",):
         diagnosis = read_json(runs / name / "diagnosis.json")
         answer, advice = diagnosis["recommendation"], diagnosis["advisor"]
         assert answer["action"] in {"set_workers", "none", "cannot_help", "inconclusive", "not_steady"}
@@ -73,13 +73,13 @@ def test_scenarios_are_diagnosed_swept_scored_and_tracked(tmp_path):
 
     report = tmp_path / "report" / "scenarios"
     table = pd.read_csv(report / "scenarios.csv").set_index("scenario")
-    assert sorted(table.index) == ["python_cpu", "slow_reader"]
-    assert table.loc["slow_reader", "swept"] == "pipeline.reader_workers"
+    assert sorted(table.index) == ["python_cpu"]
+    assert table.loc["python_cpu", "swept"] == "pipeline.extra_transform_workers"
     assert set(table["culprit right"]) <= {"yes", "NO", "undecided"}
     assert set(table["pick within 10 %"]) <= {"holds", "does not hold", "undecided", "not swept"}
     assert table.loc["python_cpu", "sweep rounds"].split()[0] == str(len(sweep.rounds.orders))
     assert set(table["held out"]) == {"no"} and set(table["verified"]) <= {"yes", "no"}
-    for name in ("python_cpu", "slow_reader"):  # the promise: the verified (measured) step
+    for name in ("python_cpu",):  # the promise: the verified (measured) step
         answer = read_json(runs / name / "diagnosis.json")["recommendation"]
         promise = answer["verified_step_ms"] if answer.get("verified") else answer["predicted_step_ms"]
         if answer["action"] != "set_workers":
@@ -89,15 +89,15 @@ def test_scenarios_are_diagnosed_swept_scored_and_tracked(tmp_path):
     # MindSpore's own analyzer on the same profiles, scored like ours
     assert set(table["its culprit right"].fillna("")) <= {"yes", "NO", "undecided", ""}
     assert table["MindSpore analyzer: culprit"].notna().all()
-    for name in ("python_cpu", "slow_reader"):
+    for name in ("python_cpu",):
         reading = read_json(runs / name / "diagnosis.json")["peers"]["msanalyzer"]
         assert table.loc[name, "its advice"] == reading["advice"]
     points = pd.read_csv(report / "scenario_predictions.csv")
     # every swept setting that was steady, predicted against its measured median
-    assert 2 <= len(points) <= 4 + 2 and points["measured"].str.contains("ms").all()
+    assert 1 <= len(points) <= 4 and points["measured"].str.contains("ms").all()
     md = (report / "report.md").read_text()
     # the benchmark's score is the report's answer: its first line, then its table, open
-    assert md.splitlines()[2].startswith("**2 scenario(s): culprit right in")
+    assert md.splitlines()[2].startswith("**1 scenario(s): culprit right in")
     assert "of the sweep's best: holds in" in md.splitlines()[2]
     assert md.index("## Diagnosis benchmark, by scenario") < md.index("## Verdicts")
 
@@ -105,7 +105,7 @@ def test_scenarios_are_diagnosed_swept_scored_and_tracked(tmp_path):
     experiment = client.get_experiment_by_name("perfstudy/scenarios")
     found = client.search_runs([experiment.experiment_id])
     arms = {r.data.tags["perfstudy.run"]: r for r in found if r.data.tags.get("perfstudy.role") == "arm"}
-    assert len(arms) == 4 and all(r.info.status == "FINISHED" for r in found)
+    assert len(arms) == 2 and all(r.info.status == "FINISHED" for r in found)
     tags = arms["python_cpu"].data.tags
     answer = read_json(runs / "python_cpu" / "diagnosis.json")["recommendation"]
     assert tags["perfstudy.action"] == answer["action"]

@@ -31,7 +31,7 @@ def _study(out: Path, uri: str, *extra: str) -> subprocess.CompletedProcess:
     env = {**env_without_mlflow(), "MLFLOW_TRACKING_URI": uri}
     return subprocess.run(
         [SNAKEMAKE, "-s", str(REPO / "Snakefile"), "-d", str(out), "--cores", "2", "--keep-going",
-         "--config", f"results={out}", "overrides=[size=smoke,verify.candidates=0]", "arms=[baseline,tuned]", *extra],
+         "--config", f"results={out}", "overrides=[size=smoke,verify.candidates=0]", "arms=[baseline]", *extra],
         cwd=out, capture_output=True, text=True, timeout=900, env=env)
 
 
@@ -78,9 +78,8 @@ def test_study_on_a_postgres_backed_server_survives_it_being_down_and_a_killed_u
     # 1. Server down: training and the report complete, tracking fails in one sentence.
     down = _study(out, server.uri)
     assert down.returncode != 0
-    for arm in ("baseline", "tuned"):
-        assert (out / "runs" / STUDY / arm / "summary.json").is_file()
-        assert not (out / "runs" / STUDY / arm / "mlflow_run.json").exists()
+    assert (out / "runs" / STUDY / "baseline" / "summary.json").is_file()
+    assert not (out / "runs" / STUDY / "baseline" / "mlflow_run.json").exists()
     assert (out / "report" / STUDY / "report.html").is_file()
     card = json.loads((out / "report" / STUDY / "scorecard.json").read_text())
     assert "cannot be reached" in card["history"]["error"]  # the report says so, and is made
@@ -88,26 +87,24 @@ def test_study_on_a_postgres_backed_server_survives_it_being_down_and_a_killed_u
     init_log = (out / "logs" / "track_init" / f"{STUDY}.log").read_text()
     assert f"error: The MLflow tracking server {server.uri} cannot be reached" in init_log
     assert "track_init" in down.stderr and "cannot be reached" in down.stderr  # printed at the end
-    trained = {arm: (out / "runs" / STUDY / arm / "steps.csv").stat().st_mtime
-               for arm in ("baseline", "tuned")}
+    trained = (out / "runs" / STUDY / "baseline" / "steps.csv").stat().st_mtime
 
     # 2. Server back: everything is logged, nothing is trained again.
     server.start()
     up = _study(out, server.uri)
     assert up.returncode == 0, up.stderr[-3000:]
-    assert trained == {arm: (out / "runs" / STUDY / arm / "steps.csv").stat().st_mtime
-                       for arm in trained}
+    assert trained == (out / "runs" / STUDY / "baseline" / "steps.csv").stat().st_mtime
     client = MlflowClient(server.uri)
     arms, parents = _arm_runs(client)
-    assert sorted(arms) == ["baseline", "tuned"] and len(parents) == 1
+    assert sorted(arms) == ["baseline"] and len(parents) == 1
     assert all(r.info.status == "FINISHED" for r in [*arms.values(), *parents])
-    tuned = arms["tuned"]
-    assert tuned.data.tags["mlflow.parentRunId"] == parents[0].info.run_id
-    assert tuned.data.tags["perfstudy.verdict"].endswith("-bound")
-    assert len(client.get_metric_history(tuned.info.run_id, "step/step_ms")) == 13
-    artifacts = {a.path for a in client.list_artifacts(tuned.info.run_id)}
+    arm = arms["baseline"]
+    assert arm.data.tags["mlflow.parentRunId"] == parents[0].info.run_id
+    assert arm.data.tags["perfstudy.verdict"].endswith("-bound")
+    assert len(client.get_metric_history(arm.info.run_id, "step/step_ms")) == 13
+    artifacts = {a.path for a in client.list_artifacts(arm.info.run_id)}
     assert {"summary.json", "diagnosis.json", "trace.json", "profile"} <= artifacts
-    assert tuned.info.artifact_uri.startswith("mlflow-artifacts:")  # uploaded over HTTP
+    assert arm.info.artifact_uri.startswith("mlflow-artifacts:")  # uploaded over HTTP
     assert (server.artifacts).is_dir() and any(server.artifacts.rglob("summary.json"))
     parent_files = {a.path for a in client.list_artifacts(parents[0].info.run_id)}
     assert {"report.html", "comparison.csv", "figures"} <= parent_files
@@ -118,21 +115,21 @@ def test_study_on_a_postgres_backed_server_survives_it_being_down_and_a_killed_u
     arms2, parents2 = _arm_runs(client)
     assert {a: r.info.run_id for a, r in arms2.items()} == {a: r.info.run_id for a, r in arms.items()}
     assert [p.info.run_id for p in parents2] == [parents[0].info.run_id]
-    assert len(client.get_metric_history(tuned.info.run_id, "step/step_ms")) == 13
+    assert len(client.get_metric_history(arm.info.run_id, "step/step_ms")) == 13
 
     # 4. A tracking job killed half way leaves its run RUNNING; the next run finishes it.
     hook_dir = tmp_path / "hook"
     hook_dir.mkdir()
-    _kill_track_arm_half_way(out, server.uri, "tuned", hook_dir)
-    assert client.get_run(tuned.info.run_id).info.status == "RUNNING"
+    _kill_track_arm_half_way(out, server.uri, "baseline", hook_dir)
+    assert client.get_run(arm.info.run_id).info.status == "RUNNING"
     assert not (out / "report" / STUDY / "mlflow_study.json").exists()  # the receipt is void
     finish = _study(out, server.uri)
     assert finish.returncode == 0, finish.stderr[-3000:]
     arms3, _ = _arm_runs(client)
-    assert sorted(arms3) == ["baseline", "tuned"]
-    assert arms3["tuned"].info.run_id == tuned.info.run_id
-    assert arms3["tuned"].info.status == "FINISHED"
-    assert len(client.get_metric_history(tuned.info.run_id, "step/step_ms")) == 13
+    assert sorted(arms3) == ["baseline"]
+    assert arms3["baseline"].info.run_id == arm.info.run_id
+    assert arms3["baseline"].info.status == "FINISHED"
+    assert len(client.get_metric_history(arm.info.run_id, "step/step_ms")) == 13
 
     # 5. History over HTTP: another results folder's earlier run of the same study, claims and
     # configs on this machine kind (its parent run's identity and one point, logged as
