@@ -53,7 +53,7 @@ from perfstudy.decide.paired import (
 from perfstudy.decide.remedy_proof import Remedies, RemedyEvidence
 from perfstudy.decide.whatif import predict
 from perfstudy.measure.intervals import batch_means
-from perfstudy.measure.steptrace import WAITED_CYCLES
+from perfstudy.measure.steptrace import counted_between_waits
 
 SCHEMA = REPO_ROOT / "docs" / "schemas" / "claims.schema.json"
 
@@ -252,7 +252,7 @@ def _gap_share(claim: Claim, arms: dict[str, Arm], _prepared: Remedies):
 
 def _cycle_shares(arm, arms: dict[str, Arm]) -> list[tuple[str, list[float]]]:
     """Each run's gap shares of the windows at the arm's setting counted between two waits."""
-    return [(name, [w.gap_share for w in windows if w.gap_share and w.drain_rule.endswith(WAITED_CYCLES)])
+    return [(name, [w.gap_share for w in windows if w.gap_share and counted_between_waits(w.drain_rule)])
             for name, windows in setting_windows(arm, arms.values())]
 
 

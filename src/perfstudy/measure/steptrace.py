@@ -226,6 +226,12 @@ def buffer_full_points(frame: pd.DataFrame, first_candidate: int) -> tuple[list[
 WAITED_CYCLES = "whole pipeline cycles"
 
 
+def counted_between_waits(drain_rule: str) -> bool:
+    """Whether a window (by its recorded drain_rule) was counted from one waited step to the
+    next: whole cycles of a pipeline that does not keep up (cycle_estimate's first rule)."""
+    return drain_rule.endswith(WAITED_CYCLES)
+
+
 def cycle_estimate(frame: pd.DataFrame, first_candidate: int, min_steps: int,
                    steady_steps: int = 0, final: bool = False) -> CycleEstimate:
     """The step of a window from whole cycles of its pipeline, never from steps taken one by
