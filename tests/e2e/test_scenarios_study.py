@@ -27,9 +27,12 @@ def test_scenarios_are_diagnosed_swept_scored_and_tracked(tmp_path):
          # (the study's 300 s floor is for real trainings; it made this test 10 minutes long).
          # sweep.max_rounds=3 and no window measured again for interference (max_interference
          # 0.95; the re-measure is test_rounds' business): beside another test's training every
-         # window was disturbed and measured twice, and the python_cpu sweep took 5 of 10 minutes
+         # window was disturbed and measured twice, and the python_cpu sweep took 5 of 10 minutes.
+         # verify.min_steps=2 (the least allowed): windows of 4-5 steps, not 7-9, for the 21
+         # windows of the two runs' rounds (the window's own rule: tests/unit/run/test_verify.py)
          f"results={tmp_path}", "study=scenarios",
-         "overrides=[size=smoke,verify.budget_base_min_s=0,sweep.max_rounds=3,verify.max_interference=0.95]",
+         "overrides=[size=smoke,verify.budget_base_min_s=0,sweep.max_rounds=3,verify.max_interference=0.95,"
+         "verify.min_steps=2]",
          "studies={scenarios: {select: [python_cpu], scenarios: {python_cpu: {values: [1, 2]}}}}"],
         cwd=tmp_path, capture_output=True, text=True, timeout=1500, env=env_without_mlflow())
     assert result.returncode == 0, result.stderr[-3000:]

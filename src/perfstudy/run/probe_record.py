@@ -63,7 +63,8 @@ class ProbedOperator:
     workers_now: int | None = doc("its workers in the run")
     multiprocessing_now: bool = doc("in processes in the run")
     points: list[ProbeReading] = doc("every setting measured")
-    gil: GilPoint | None = doc("its GIL point (None: a reader, or no setting ran)", default=None)
+    gil: GilPoint | None = doc("its GIL point (None: a reader, no setting ran, or it waits: "
+                                  "under opprobe.WAITS_BELOW of a core at 1 thread)", default=None)
     prepared: PreparedProbe | None = doc("a decoding map probed again on its rows prepared at "
                                          "the bounded resolution (None: it decodes nothing, or "
                                          "its source is within the bound)", default=None)

@@ -20,6 +20,19 @@ def test_the_gil_time_is_read_off_the_slowdown_beside_the_holder():
     assert opprobe.gil_ms(100.0, 300.0, 1.0) == 0.0  # a holder that never held says nothing
 
 
+def test_an_operator_that_waits_at_one_thread_gets_no_gil_rounds():
+    from perfstudy.run.probe_record import ProbeReading
+
+    def points(wall, cpu):
+        return [ProbeReading(2, False, wall / 2, cpu), ProbeReading(1, False, wall, cpu),
+                ProbeReading(1, True, wall, cpu)]
+
+    assert opprobe.waits(points(1600.0, 17.0)) == pytest.approx(17 / 1600)  # a sleep: 1 % of a core
+    assert opprobe.waits(points(1600.0, 80.0)) is None  # 5 %: its GIL share is measured
+    assert opprobe.waits(points(400.0, 390.0)) is None  # a loop computes
+    assert opprobe.waits([ProbeReading(1, False, error="cannot run")]) is None  # nothing read
+
+
 def test_the_holder_keeps_other_python_threads_off_while_it_holds():
     """While the holder is inside its one C call, no other thread runs bytecode: the main
     thread's clock readings show a gap of about a hold (a forced state, not a race: the gap
@@ -61,10 +74,15 @@ def test_the_holder_uses_no_cpu_while_it_holds():
     ("PythonLoop", "{iterations: 1000000}", True),  # pure Python, ~50 ms a row: all GIL
     ("Sleep", "{milliseconds: 50}", False)])  # waits with the GIL released
 def test_the_probe_measures_which_transform_needs_the_gil(transform, args, needs_gil,
-                                                          smoke_dataset, tmp_path):
+                                                          smoke_dataset, tmp_path, monkeypatch):
     cfg = compose_run_config(["size=smoke", f"paths.results={tmp_path}",
                               f"pipeline.extra_transform=perfstudy.run.transforms:{transform}",
                               f"pipeline.extra_transform_args={args}"])
+    root = load_manifest(smoke_dataset)["root"]
+    if not needs_gil:  # it waits: the probe skips its GIL rounds (its CPU share bounds the GIL's)
+        probed = opprobe.probe(cfg.pipeline, root, 2)[0]
+        assert probed.gil is None and opprobe.waits(probed.points) is not None, probed.points
+        monkeypatch.setattr(opprobe, "WAITS_BELOW", 0.0)  # the rounds all the same: they agree
     # shares far apart by construction (a loop: ~1; a sleep: ~0), not a speed threshold. The
     # share is a difference of two timings: on a clean clone with nothing else running, a loop
     # once read 0.38 (2026-12-02, beside 577 ms against 429 alone, free 0.53), and 0.54 under a
@@ -74,7 +92,7 @@ def test_the_probe_measures_which_transform_needs_the_gil(transform, args, needs
     # reading is shown on failure.
     readings = []
     for _ in range(3):
-        gil = opprobe.probe(cfg.pipeline, load_manifest(smoke_dataset)["root"], 2)[0].gil
+        gil = opprobe.probe(cfg.pipeline, root, 2)[0].gil
         assert 0.0 < gil.free < 1.0 and gil.wall_ms_per_batch_beside > 0
         share = gil.gil_ms_per_batch / gil.wall_ms_per_batch_alone
         readings.append({"share": round(share, 3), **asdict(gil)})
