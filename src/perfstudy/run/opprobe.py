@@ -28,13 +28,13 @@ A pure-Python loop and NumPy that takes the GIL back between small array operati
 G ~ T_alone (they wait out every hold); a sleep or a C++ decode ~ 0.
 
 The rounds are skipped for an operator that waits: one whose 1-thread reading spent under
-`WAITS_BELOW` (5 %) of its wall on a CPU. Holding the GIL is running Python, so its GIL share is
-at most that CPU share, and the what-if model caps the measured share there anyway
-(perfstudy.decide.whatif.probed_fields); a sleep read 0.15-0.20 beside the holder, all of it
-the host's noise. Its GIL point is then None and the model counts it as waiting. (A C call that
-blocks with the GIL held, as the holder's own, would be missed: it uses no CPU.) The six timed
-runs cost about 2.7 s per 100 ms of the operator's batch: 43 s for a map that waits 400 ms a
-row at batch 4.
+`WAITS_BELOW` (5 %) of its wall on a CPU (read off a run of half a second or more). Holding the
+GIL is running Python, so its GIL share is at most that CPU share, and the what-if model caps
+the measured share there anyway (perfstudy.decide.whatif.probed_fields); a sleep read 0.15-0.20
+beside the holder, all of it the host's noise. Its GIL point is then None and the model counts
+it as waiting. (A C call that blocks with the GIL held, as the holder's own, would be missed: it
+uses no CPU.) The six timed runs cost about 2.7 s per 100 ms of the operator's batch: 43 s for a
+map that waits 400 ms a row at batch 4.
 
 The holder holds the GIL without using a CPU (libc's usleep called through ctypes.PyDLL, which
 keeps the GIL across the call): the slowdown beside it is then the GIL's alone. A holder that
@@ -319,13 +319,16 @@ def gil_ms(alone_ms: float, beside_ms: float, free: float) -> float:
 
 GIL_ROUNDS = 3  # rounds of (alone, beside the holder), each in a seeded random order
 WAITS_BELOW = 0.05  # CPU / wall at 1 thread under which an operator waits: no GIL rounds
+WAIT_READ_MIN_S = 0.5  # ... read on a 1-thread run this long at least (CPU comes in 10 ms ticks)
 
 
-def waits(points: list[ProbeReading]) -> float | None:
+def waits(points: list[ProbeReading], batches: float) -> float | None:
     """The operator's CPU share at 1 thread worker (CPU / wall), where it is under WAITS_BELOW
-    (its GIL share can be no larger: the GIL rounds are skipped); else None."""
+    (its GIL share can be no larger: the GIL rounds are skipped); else None. Read only off a
+    1-thread run (`batches` timed) of WAIT_READ_MIN_S or more: a shorter one's CPU reading is a
+    few clock ticks (a fast map read 0 %), and its rounds cost little anyway."""
     one = next((p for p in points if p.ran and p.workers == 1 and not p.multiprocessing), None)
-    if one is None or not one.wall_ms_per_batch:
+    if one is None or not one.wall_ms_per_batch or one.wall_ms_per_batch * batches < 1e3 * WAIT_READ_MIN_S:
         return None
     busy = one.cpu_ms_per_batch / one.wall_ms_per_batch
     return busy if busy < WAITS_BELOW else None
@@ -389,7 +392,7 @@ def _measure(op: _Op, pipe_cfg, cpus: int) -> tuple[list[ProbeReading], GilPoint
                                        1e3 * cpu / batches))
     if not op.processes or not any(p.ran for p in points):
         return points, None
-    busy = waits(points)
+    busy = waits(points, batches)
     if busy is not None:
         log.info("probe %s: no GIL rounds, it waits (%.1f %% of a core at 1 thread bounds its GIL "
                  "share)", op.operation, 100 * busy)

@@ -175,10 +175,13 @@ def test_a_mindcv_training_is_diagnosed_and_its_candidates_measured_by_address(t
     assert {v.setting for v in rounds.kept()} == set(range(len(plan)))
 
 
-def test_any_pipelines_python_maps_are_probed_alone_on_their_real_inputs(own, smoke_dataset):
+def test_any_pipelines_python_maps_are_probed_alone_on_their_real_inputs(own, smoke_dataset, monkeypatch):
     """The operator probe on a user's pipeline: each map that runs Python (a Python op among
     C++ ones included) measured as the whole map, at 1..CPUs in threads and processes."""
     from perfstudy.run import opprobe
+
+    # its GIL rounds always: beside another test's training a map this fast can read as waiting
+    monkeypatch.setattr(opprobe, "WAITS_BELOW", 0.0)
 
     cfg = _cfg(f"pipeline._target_={own}")
     probes = opprobe.probe(cfg.pipeline, load_manifest(smoke_dataset)["root"], 2)
@@ -222,7 +225,7 @@ def test_a_network_with_fewer_outputs_than_classes_stops_before_training(tmp_pat
         train.run(cfg, manifest_path=smoke_dataset)
 
 
-def test_a_decoding_map_that_runs_python_is_probed_again_on_its_rows_prepared(smoke_dataset):
+def test_a_decoding_map_that_runs_python_is_probed_again_on_its_rows_prepared(smoke_dataset, monkeypatch):
     """mindcv's image map (decode + RandAugment) probed on its captured rows and again on the
     same rows prepared at the bound, as data.prepared's copy prepares each file: the decode
     remedy's prediction reads the map's measured cost there. A map that decodes nothing is
@@ -230,6 +233,7 @@ def test_a_decoding_map_that_runs_python_is_probed_again_on_its_rows_prepared(sm
     from perfstudy.data import prepare
     from perfstudy.run import opprobe
 
+    monkeypatch.setattr(opprobe, "WAITS_BELOW", 0.0)  # its GIL rounds always (as above)
     cfg = _cfg("experiment=mindcv_resnet50")
     settings = prepare.Settings.from_config(compose_run_config(["size=smoke", "experiment=mindcv_resnet50"]))
     probes = {p.config_key: p for p in opprobe.probe(cfg.pipeline, load_manifest(smoke_dataset)["root"],

@@ -27,10 +27,11 @@ def test_an_operator_that_waits_at_one_thread_gets_no_gil_rounds():
         return [ProbeReading(2, False, wall / 2, cpu), ProbeReading(1, False, wall, cpu),
                 ProbeReading(1, True, wall, cpu)]
 
-    assert opprobe.waits(points(1600.0, 17.0)) == pytest.approx(17 / 1600)  # a sleep: 1 % of a core
-    assert opprobe.waits(points(1600.0, 80.0)) is None  # 5 %: its GIL share is measured
-    assert opprobe.waits(points(400.0, 390.0)) is None  # a loop computes
-    assert opprobe.waits([ProbeReading(1, False, error="cannot run")]) is None  # nothing read
+    assert opprobe.waits(points(1600.0, 17.0), 4) == pytest.approx(17 / 1600)  # a sleep: 1 % of a core
+    assert opprobe.waits(points(1600.0, 80.0), 4) is None  # 5 %: its GIL share is measured
+    assert opprobe.waits(points(400.0, 390.0), 4) is None  # a loop computes
+    assert opprobe.waits(points(20.0, 0.0), 4) is None  # 80 ms timed: a few CPU ticks say nothing
+    assert opprobe.waits([ProbeReading(1, False, error="cannot run")], 4) is None  # nothing read
 
 
 def test_the_holder_keeps_other_python_threads_off_while_it_holds():
@@ -81,7 +82,7 @@ def test_the_probe_measures_which_transform_needs_the_gil(transform, args, needs
     root = load_manifest(smoke_dataset)["root"]
     if not needs_gil:  # it waits: the probe skips its GIL rounds (its CPU share bounds the GIL's)
         probed = opprobe.probe(cfg.pipeline, root, 2)[0]
-        assert probed.gil is None and opprobe.waits(probed.points) is not None, probed.points
+        assert probed.gil is None and opprobe.waits(probed.points, 4) is not None, probed.points
         monkeypatch.setattr(opprobe, "WAITS_BELOW", 0.0)  # the rounds all the same: they agree
     # shares far apart by construction (a loop: ~1; a sleep: ~0), not a speed threshold. The
     # share is a difference of two timings: on a clean clone with nothing else running, a loop
