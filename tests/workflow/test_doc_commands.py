@@ -114,8 +114,9 @@ def _train_smoke(box: Sandbox, cmd: Command) -> None:
     tests/unit/run/test_verify.py's, test_own_training's (a pipeline of one's own) and the smoke
     study's, and here they were half of each training's time. A command that names its size
     runs as written, rounds and all."""
-    text = cmd.text if "size=" in cmd.text else f"{cmd.text} size=smoke" + (
-        "" if "verify." in cmd.text else " verify.candidates=0")
+    text = cmd.text
+    if "size=" not in cmd.text:
+        text += " size=smoke" + ("" if "verify." in cmd.text else " verify.candidates=0")
     done = box.run(text)
     out = done.stdout + done.stderr
     assert done.returncode == 0, f"{cmd} (as `{text}`) failed:\n{out[-3000:]}"
