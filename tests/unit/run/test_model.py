@@ -1,22 +1,28 @@
-"""ResNet50's size and shapes, and the learning-rate schedules."""
+"""ResNet50's size and shapes, the small network's, and the learning-rate schedules."""
 
 import numpy as np
 import pytest
 
-from perfstudy.run.model import ResNet50, count_trainable_parameters, learning_rates
+from perfstudy.run.model import ResNet50, SmallConvNet, count_trainable_parameters, learning_rates
 
 
 def test_resnet50_has_the_reference_parameter_count_at_1000_classes():
     assert count_trainable_parameters(ResNet50(1000)) == 25_557_032
 
 
-def test_output_shape_is_batch_by_classes():
+@pytest.mark.parametrize("network", [ResNet50, SmallConvNet])
+def test_output_shape_is_batch_by_classes(network):
     import mindspore as ms
 
-    net = ResNet50(10)
+    net = network(10)
     net.set_train(False)
     out = net(ms.Tensor(np.zeros((2, 3, 32, 32), np.float32)))
     assert out.shape == (2, 10)
+
+
+def test_the_small_network_is_a_thousandth_of_resnet50():
+    # conv 3->16 (432) + BN (32) + conv 16->32 (4608) + BN (64) + dense 32->2 (66)
+    assert count_trainable_parameters(SmallConvNet(2)) == 5_202
 
 
 def test_schedules():
