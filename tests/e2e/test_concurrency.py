@@ -15,7 +15,8 @@ def _start(out: Path, uri: str, *extra: str) -> subprocess.Popen:
     out.mkdir(exist_ok=True)
     return subprocess.Popen(
         [SNAKEMAKE, "-s", str(REPO / "Snakefile"), "-d", str(out), "--cores", "2",
-         "--config", f"results={out}", "overrides=[size=smoke,model=small_cnn,verify.candidates=0]", "arms=[baseline]", *extra],
+         "--config", f"results={out}", "overrides=[size=smoke,model=tiny_cnn,verify.candidates=0]",
+         "arms=[baseline]", *extra],
         cwd=out, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         env={**env_without_mlflow(), "MLFLOW_TRACKING_URI": uri})
 

@@ -27,7 +27,8 @@ def _processes_running(fragment: str) -> list[int]:
 
 
 def _snakemake(out: Path, *extra: str) -> list[str]:
-    overrides = ",".join(["size=smoke", "model=small_cnn", "verify.candidates=0", *gate_overrides(out / "gate_open", after=16)])
+    overrides = ",".join(["size=smoke", "model=tiny_cnn", "verify.candidates=0",
+                          *gate_overrides(out / "gate_open", after=16)])
     return [SNAKEMAKE, "-s", str(REPO / "Snakefile"), "-d", str(out), "--cores", "2",
             "--config", f"results={out}", f"overrides=[{overrides}]", "arms=[baseline]", *extra]
 

@@ -41,7 +41,7 @@ def test_a_training_is_watched_in_mlflow_while_it_runs_and_a_sigterm_ends_its_ru
 
     out = tmp_path / "study"
     out.mkdir()
-    overrides = ",".join(["size=smoke", "model=small_cnn", "verify.candidates=0", "tracking.live_interval_s=0.5",
+    overrides = ",".join(["size=smoke", "model=tiny_cnn", "verify.candidates=0", "tracking.live_interval_s=0.5",
                           "tracking.system_metrics_interval_s=1", *gate_overrides(out / "gate_open")])
     job = subprocess.Popen(
         [SNAKEMAKE, "-s", str(REPO / "Snakefile"), "-d", str(out), "--cores", "2", "--config",

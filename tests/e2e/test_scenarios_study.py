@@ -1,10 +1,10 @@
 """The diagnosis benchmark through the real DAG (smoke size, one scenario: a Python transform,
-threads and processes; the small network, model=small_cnn, so the windows of the rounds are the
-pipeline's and not 7 ResNet50 steps each: 165 s alone instead of about 390 s in make test): the diagnosed run gets one answer, its sweep is one run (profiler off)
-that measures every setting in interleaved rounds, the report scores the answer against it,
-and MLflow gets every run with the decision's tags. (Another key's scenario, a reader's, is
-composed and planned in tests/workflow/test_workflow.py; a second scenario here cost 3 minutes
-of make test.)"""
+threads and processes; the tiny network, model=tiny_cnn, so the windows of the rounds are the
+pipeline's and not 7 ResNet50 steps each: 165 s alone instead of about 390 s in make test): the
+diagnosed run gets one answer, its sweep is one run (profiler off) that measures every setting
+in interleaved rounds, the report scores the answer against it, and MLflow gets every run with
+the decision's tags. (Another key's scenario, a reader's, is composed and planned in
+tests/workflow/test_workflow.py; a second scenario here cost 3 minutes of make test.)"""
 
 import subprocess
 
@@ -32,7 +32,7 @@ def test_scenarios_are_diagnosed_swept_scored_and_tracked(tmp_path):
          # verify.min_steps=2 (the least allowed): windows of 4-5 steps, not 7-9, for the 21
          # windows of the two runs' rounds (the window's own rule: tests/unit/run/test_verify.py)
          f"results={tmp_path}", "study=scenarios",
-         "overrides=[size=smoke,model=small_cnn,verify.budget_base_min_s=0,sweep.max_rounds=3,verify.max_interference=0.95,"
+         "overrides=[size=smoke,model=tiny_cnn,verify.budget_base_min_s=0,sweep.max_rounds=3,verify.max_interference=0.95,"
          "verify.min_steps=2]",
          "studies={scenarios: {select: [python_cpu], scenarios: {python_cpu: {values: [1, 2]}}}}"],
         cwd=tmp_path, capture_output=True, text=True, timeout=1500, env=env_without_mlflow())

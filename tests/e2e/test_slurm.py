@@ -56,7 +56,7 @@ def _command(out: Path, *extra: str) -> list[str]:
             "--slurm-status-command", "squeue",  # this test cluster runs without accounting
             "--slurm-init-seconds-before-status-checks", "1",
             "--latency-wait", "5",  # one node, local files: no shared file system to wait for
-            "--config", f"results={out}/results", "overrides=[size=smoke,model=small_cnn,verify.candidates=0]", *extra]
+            "--config", f"results={out}/results", "overrides=[size=smoke,model=tiny_cnn,verify.candidates=0]", *extra]
 
 
 def _env(cluster, server) -> dict[str, str]:
@@ -93,7 +93,7 @@ def faulty_run(cluster, server, out):
     limit (whatever the CPU: neither can finish)."""
     gate = ",".join(gate_overrides(out / "never_written", after=16))
     command = _command(out, f"arms=[{','.join(ARMS)}]",
-                       f"overrides=[size=smoke,model=small_cnn,profiler=off,verify.candidates=0,{gate}]",
+                       f"overrides=[size=smoke,model=tiny_cnn,profiler=off,verify.candidates=0,{gate}]",
                        "--set-resources", "train:runtime=1")
     process = subprocess.Popen(command, cwd=out, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                text=True, env=_env(cluster, server))

@@ -21,7 +21,7 @@ def test_sweep_with_repeats_runs_reports_and_tracks_every_run(tmp_path):
         [SNAKEMAKE, "-s", str(REPO / "Snakefile"), "-d", str(tmp_path), "--cores", "2", "--config",
          f"results={tmp_path}", "study=sweep", "repeats=2", "studies={sweep: {sweep: {values: [2]}}}",
          "arms=[baseline,workers_2]",
-         "overrides=[size=smoke,model=small_cnn,verify.candidates=0]"],  # verification: test_end_to_end
+         "overrides=[size=smoke,model=tiny_cnn,verify.candidates=0]"],  # verification: test_end_to_end
         cwd=tmp_path, capture_output=True, text=True, timeout=1200, env=env_without_mlflow())
     assert result.returncode == 0, result.stderr[-3000:]
     runs = tmp_path / "runs" / "sweep"

@@ -31,7 +31,8 @@ def _study(out: Path, uri: str, *extra: str) -> subprocess.CompletedProcess:
     env = {**env_without_mlflow(), "MLFLOW_TRACKING_URI": uri}
     return subprocess.run(
         [SNAKEMAKE, "-s", str(REPO / "Snakefile"), "-d", str(out), "--cores", "2", "--keep-going",
-         "--config", f"results={out}", "overrides=[size=smoke,model=small_cnn,verify.candidates=0]", "arms=[baseline]", *extra],
+         "--config", f"results={out}", "overrides=[size=smoke,model=tiny_cnn,verify.candidates=0]",
+         "arms=[baseline]", *extra],
         cwd=out, capture_output=True, text=True, timeout=900, env=env)
 
 
@@ -161,7 +162,7 @@ def test_a_server_gone_mid_training_loses_nothing_and_the_run_is_completed_later
         server.start()
     out = tmp_path / "study"
     out.mkdir()
-    overrides = ",".join(["size=smoke", "model=small_cnn", "verify.candidates=0", "tracking.live_interval_s=0.5",
+    overrides = ",".join(["size=smoke", "model=tiny_cnn", "verify.candidates=0", "tracking.live_interval_s=0.5",
                           "tracking.system_metrics_interval_s=1", *gate_overrides(out / "gate_open")])
     command = [SNAKEMAKE, "-s", str(REPO / "Snakefile"), "-d", str(out), "--cores", "2", "--keep-going",
                "--config", f"results={out}", f"overrides=[{overrides}]", "arms=[baseline]"]

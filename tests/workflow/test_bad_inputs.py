@@ -32,7 +32,8 @@ def _study(out: Path, *overrides: str, until: str | None = None) -> subprocess.C
     out.mkdir(exist_ok=True)
     return subprocess.run(
         [SNAKEMAKE, "-s", str(REPO / "Snakefile"), "-d", str(out), "--cores", "2",
-         "--config", f"results={out}", f"overrides=[size=smoke,model=small_cnn,verify.candidates=0,{','.join(overrides)}]",
+         "--config", f"results={out}",
+         f"overrides=[size=smoke,model=tiny_cnn,verify.candidates=0,{','.join(overrides)}]",
          "arms=[baseline,tuned]",
          *(["--until", until] if until else [])],
         cwd=out, capture_output=True, text=True, timeout=600, env=env_without_mlflow())

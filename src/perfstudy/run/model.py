@@ -69,10 +69,10 @@ class ResNet50(nn.Cell):
         return self.head(self.mean(x, (2, 3)))
 
 
-class SmallConvNet(nn.Cell):
+class TinyConvNet(nn.Cell):
     """Two strided 3x3 convolutions and a dense head (about 5,000 weights): a network that
     compiles and steps in a fraction of ResNet50's time, for checking a study's wiring (a
-    pipeline, a tracking store, a cluster) rather than measuring it (`model=small_cnn`)."""
+    pipeline, a tracking store, a cluster) rather than measuring it (`model=tiny_cnn`)."""
 
     def __init__(self, num_classes: int = 1000, width: int = 16) -> None:
         super().__init__()

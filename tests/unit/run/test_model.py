@@ -1,16 +1,16 @@
-"""ResNet50's size and shapes, the small network's, and the learning-rate schedules."""
+"""ResNet50's size and shapes, the tiny network's, and the learning-rate schedules."""
 
 import numpy as np
 import pytest
 
-from perfstudy.run.model import ResNet50, SmallConvNet, count_trainable_parameters, learning_rates
+from perfstudy.run.model import ResNet50, TinyConvNet, count_trainable_parameters, learning_rates
 
 
 def test_resnet50_has_the_reference_parameter_count_at_1000_classes():
     assert count_trainable_parameters(ResNet50(1000)) == 25_557_032
 
 
-@pytest.mark.parametrize("network", [ResNet50, SmallConvNet])
+@pytest.mark.parametrize("network", [ResNet50, TinyConvNet])
 def test_output_shape_is_batch_by_classes(network):
     import mindspore as ms
 
@@ -22,7 +22,7 @@ def test_output_shape_is_batch_by_classes(network):
 
 def test_the_small_network_is_a_thousandth_of_resnet50():
     # conv 3->16 (432) + BN (32) + conv 16->32 (4608) + BN (64) + dense 32->2 (66)
-    assert count_trainable_parameters(SmallConvNet(2)) == 5_202
+    assert count_trainable_parameters(TinyConvNet(2)) == 5_202
 
 
 def test_schedules():

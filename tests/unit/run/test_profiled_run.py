@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 from conftest import PYTHON, REPO, env_without_mlflow
 
-# The study's small network (model=small_cnn: a few ms a step, ~50 ms beside another test's
+# The study's tiny network (model=tiny_cnn: a few ms a step, ~50 ms beside another test's
 # training) against a map that waits 2.4 s a batch: the map binds whatever the host's pace. With
 # ResNet50 (~0.3 s a step, up to 1.7 s on a shared host) the network could rightly bind, so the
 # test had to run alone (serial). ResNet50's own diagnosis: tests/e2e/test_end_to_end.py.
@@ -18,7 +18,7 @@ def test_a_slow_python_transform_is_named_as_the_culprit(tmp_path, smoke_dataset
     # 600 ms per image, batch 4: 2.4 s per batch against a few ms of compute.
     run_dir = tmp_path / "runs" / "adhoc" / "slow"
     train = subprocess.run(
-        [PYTHON, str(REPO / "scripts" / "train.py"), "size=smoke", "model=small_cnn", "experiment=baseline", "arm=slow",
+        [PYTHON, str(REPO / "scripts" / "train.py"), "size=smoke", "model=tiny_cnn", "experiment=baseline", "arm=slow",
          "profiler=light", f"paths.results={tmp_path}", f"paths.data_root={smoke_dataset.parent.parent}",
          "pipeline.extra_transform=perfstudy.run.transforms:Sleep",
          "+pipeline.extra_transform_args.milliseconds=600", "trainer.steps=14", "verify.candidates=0"],

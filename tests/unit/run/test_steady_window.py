@@ -5,7 +5,7 @@ the queues before it (~10 batches), so the 6 steps of an 8-step smoke window are
 buffer and run faster than the pipeline alone. The diagnosis must say so and how many steps a
 steady window needs; a run of that many steps is then judged steady.
 
-The network is the small one (model=small_cnn, a few ms a step; ~50 ms beside another test's
+The network is the tiny one (model=tiny_cnn, a few ms a step; ~50 ms beside another test's
 training), so each step drains nearly a whole batch time (1550-1600 ms) of the buffer whatever
 the host's pace, and the test runs beside the others. With ResNet50 the drain was the batch time
 less a network of 200-700 ms by the host: at 600 and at 1000 ms per batch one run of the advised
@@ -33,8 +33,8 @@ BUFFERED = ["pipeline.extra_transform=perfstudy.run.transforms:Sleep",
 
 def _train(out, steps: int) -> tuple[RunSummary, float]:
     result = subprocess.run(
-        [PYTHON, str(REPO / "scripts" / "train.py"), "size=smoke", "model=small_cnn", "profiler=off", "verify.candidates=0", *BUFFERED,
-         f"trainer.steps={steps}", f"paths.results={out}", "arm=buffered"],
+        [PYTHON, str(REPO / "scripts" / "train.py"), "size=smoke", "model=tiny_cnn", "profiler=off",
+         "verify.candidates=0", *BUFFERED, f"trainer.steps={steps}", f"paths.results={out}", "arm=buffered"],
         cwd=REPO, capture_output=True, text=True, timeout=900)
     assert result.returncode == 0, result.stderr[-3000:]
     run = out / "runs" / "adhoc" / "buffered"

@@ -13,7 +13,7 @@ pytestmark = pytest.mark.slow
 
 def test_a_two_setting_multirun_trains_twice_into_two_folders(tmp_path):
     result = subprocess.run(
-        [PYTHON, str(REPO / "scripts" / "train.py"), "-m", "size=smoke", "model=small_cnn", "profiler=off",
+        [PYTHON, str(REPO / "scripts" / "train.py"), "-m", "size=smoke", "model=tiny_cnn", "profiler=off",
          "verify.candidates=0", f"paths.results={tmp_path}", "pipeline.num_parallel_workers=1,2"],
         capture_output=True, text=True, timeout=900, cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
