@@ -152,6 +152,9 @@ def _validate_verify(cfg: DictConfig) -> None:
     if not 0 <= ver.against_source_precision < 1:
         raise ConfigError(f"verify.against_source_precision is {ver.against_source_precision}; use a "
                           "share such as 0.03 (the remedy's gain known to +-3 %) or 0 (no target).")
+    if not 0 <= ver.prediction_bound < 1:
+        raise ConfigError(f"verify.prediction_bound is {ver.prediction_bound}; use a share such as "
+                          "0.2 (the model's pick predicted within +-20 %) or 0 (no target).")
     if any(not b > 0 for b in ver.against_source_bounds):
         raise ConfigError(f"verify.against_source_bounds is {list(ver.against_source_bounds)}; use "
                           "ratios above 0 (the source's step over the prepared one, e.g. [5.0]).")

@@ -285,6 +285,12 @@ class VerifyConfig:
     # ... and until it is known to +-this share (its 95 % interval, log; 0: no such target): a
     # precision target looks at the interval's width, never where it lies
     against_source_precision: float = 0.0
+    # a claim on the model's prediction of its pick (advisor_predicts_tuned: |error| <= 20 %)
+    # judges these rounds: they go on (within the budget and its stretch) until the pick's step
+    # over the own setting lies on one side of each ratio that error bound makes of the
+    # prediction (the workflow sets it from the claims file; 0: none). With the band alone the
+    # baseline stopped at 3 rounds, 7.9 % (0.0-25.1 %) against a 20 % bound: undecided
+    prediction_bound: float = 0.0
 
 
 @dataclass

@@ -189,12 +189,19 @@ def rounds_overrides(path: str | Path | None, arm: str) -> list[str]:
     """Hydra overrides that tell an arm's rounds the bounds its study's claims judge them by:
     a remedy's gain against its source (metric prepared_speedup on this arm) sets
     verify.against_source_bounds, so those rounds go on until each bound is decided or cannot
-    be (perfstudy.run.remedy_rounds). [] without a claims file or such a claim."""
+    be (perfstudy.run.remedy_rounds); a prediction of another arm's step made from this arm's
+    model (metric prediction_error, `against: <this arm>`) sets verify.prediction_bound, so its
+    verification measures the model's pick until its error is decided against the bound
+    (perfstudy.run.verify). [] without a claims file or such a claim."""
     if path is None:
         return []
-    bounds = sorted({b for c in load(path).claims if c.metric == "prepared_speedup" and c.arm == arm
+    claims = load(path).claims
+    bounds = sorted({b for c in claims if c.metric == "prepared_speedup" and c.arm == arm
                      for b in (c.at_least, c.at_most) if b is not None})
-    return [f"verify.against_source_bounds=[{','.join(f'{b:g}' for b in bounds)}]"] if bounds else []
+    predicted = sorted({c.at_most for c in claims if c.metric == "prediction_error" and c.against == arm
+                        and c.at_most is not None})
+    return ([f"verify.against_source_bounds=[{','.join(f'{b:g}' for b in bounds)}]"] if bounds else []) + (
+        [f"verify.prediction_bound={predicted[0]:g}"] if predicted else [])
 
 
 class Unmeasured(Exception):

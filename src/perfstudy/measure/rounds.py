@@ -374,35 +374,46 @@ def bounds_target(bounds: Sequence[float], level: float = LEVEL) -> Target:
     return need
 
 
-def _intervals(rounds: Rounds, reference: int, level: float) -> dict[int, RatioInterval]:
-    """Every other setting's paired interval to the reference (those with a paired round)."""
+def _intervals(rounds: Rounds, reference: int, level: float,
+               only: frozenset[int] | None = None) -> dict[int, RatioInterval]:
+    """Every other setting's paired interval to the reference (those with a paired round;
+    `only`: of these settings alone)."""
     out = {}
     for setting in range(rounds.settings):
+        if only is not None and setting not in only:
+            continue
         ref, cand = rounds.paired(reference, setting) if setting != reference else ([], [])
         if ref:
             out[setting] = ratio_interval(ref, cand, level)
     return out
 
 
-def target_met(target: Target, reference: int = 0, level: float = LEVEL) -> Callable[[Rounds], bool]:
-    """A stopping rule: every setting's ratio to the reference meets the target."""
+def target_met(target: Target, reference: int = 0, level: float = LEVEL,
+               only: frozenset[int] | None = None) -> Callable[[Rounds], bool]:
+    """A stopping rule: every setting's ratio to the reference meets the target (`only`: the
+    target is these settings', e.g. the model's pick alone)."""
     def done(rounds: Rounds) -> bool:
-        found = _intervals(rounds, reference, level)
+        found = _intervals(rounds, reference, level, only)
         return bool(found) and all(_met(target, i) for i in found.values())
     return done
 
 
-def target_leaves(target: Target, reference: int = 0, level: float = LEVEL) -> Callable[[Rounds], set[int]]:
-    """The settings whose ratio meets the target already (free to leave a race)."""
-    return lambda rounds: {s for s, i in _intervals(rounds, reference, level).items() if _met(target, i)}
+def target_leaves(target: Target, reference: int = 0, level: float = LEVEL,
+                  only: frozenset[int] | None = None) -> Callable[[Rounds], set[int]]:
+    """The settings whose ratio meets the target already (free to leave a race); with `only`,
+    every other setting too (the target does not hold them)."""
+    def leaves(rounds: Rounds) -> set[int]:
+        met = {s for s, i in _intervals(rounds, reference, level, only).items() if _met(target, i)}
+        return met if only is None else met | (set(range(rounds.settings)) - set(only))
+    return leaves
 
 
-def target_needed(target: Target, reference: int = 0,
-                  level: float = LEVEL) -> Callable[[Rounds], int | None]:
-    """The rounds that would bring every ratio to the target at its spread so far (None
-    when one cannot say)."""
+def target_needed(target: Target, reference: int = 0, level: float = LEVEL,
+                  only: frozenset[int] | None = None) -> Callable[[Rounds], int | None]:
+    """The rounds that would bring every ratio (`only`: these settings') to the target at its
+    spread so far (None when one cannot say)."""
     def needed(rounds: Rounds) -> int | None:
-        found = _intervals(rounds, reference, level)
+        found = _intervals(rounds, reference, level, only)
         counts = [(target(i), i) for i in found.values()]
         if not counts or any(c is None for c, _ in counts):
             return None

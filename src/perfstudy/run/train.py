@@ -296,19 +296,20 @@ def summarise(cfg, frame: pd.DataFrame, drain_rule: str, measured: Measured, con
 
 
 def _verify(cfg, propose, train_step: TrainStep, source: str, run_dir: Path,
-            first_index: int, training_wall: float) -> Verification:
+            first_index: int, training_wall: float, own_step_ms: float) -> Verification:
     """The run's own setting and the model's best others, measured in interleaved rounds."""
     proposal = propose(run_dir, cfg.verify.candidates)
     base = {"plan": proposal.plan, "training_wall_s": training_wall,
             "budget_share": cfg.verify.budget_share, "stretch_share": cfg.verify.stretch_share,
             "budget_base_min_s": cfg.verify.budget_base_min_s, "skipped": proposal.skipped,
-            "model_recommendation": proposal.model_recommendation}
+            "model_recommendation": proposal.model_recommendation,
+            "prediction_bound": cfg.verify.prediction_bound}
     if not proposal.plan:
         log.info("no verification: %s", proposal.skipped)
         return Verification(rounds=None, **base)
     found = verify.run_rounds(lambda images, labels: timed_step(train_step, images, labels),
                               source, cfg, proposal.plan, run_seed(cfg) + 3, first_index,
-                              training_wall)
+                              training_wall, own_step_ms)
     result = Verification(rounds=found, **base)
     log.info("verification: %d settings in %d rounds (%s, %d past the budget) in %.0f s (%.0f %% "
              "of the training's %.0f s); %d window(s) measured again", len(proposal.plan),
@@ -398,7 +399,8 @@ def measure_in_rounds(cfg, summary: RunSummary, ctx: RoundsContext,
 
     if propose is not None and cfg.verify.candidates > 0 and not cfg.pipeline.autotune:
         summary = summary.with_verification(_verify(
-            cfg, propose, ctx.train_step, ctx.source, ctx.run_dir, ctx.steps_done, summary.run_wall_s))
+            cfg, propose, ctx.train_step, ctx.source, ctx.run_dir, ctx.steps_done, summary.run_wall_s,
+            summary.steady_step_ms))
         write_summary(ctx.run_dir, summary)
     if cfg.data.prepared and cfg.verify.against_source:  # the remedy, paired by round
         summary = summary.with_against_source(remedy_rounds.run(

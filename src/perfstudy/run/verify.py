@@ -192,16 +192,51 @@ def budget(share: float, training_wall_s: float, base_min_s: float = 0.0) -> flo
     return share * max(training_wall_s, base_min_s) if math.isfinite(training_wall_s) else None
 
 
+def prediction_bounds(bound: float, plan: list[Planned], own_step_ms: float | None) -> tuple[int, list[float]] | None:
+    """(the model pick's index in the plan, the ratios to the own setting between which its
+    prediction is within +-`bound`), or None (no bound, no pick among the candidates, no own
+    step). A claim reads the prediction's error as relative / ratio - 1, relative being the
+    pick's predicted step over the run's own measured one (perfstudy.decide.paired.
+    prediction_error): |error| <= bound is the ratio within [relative / (1 + bound),
+    relative / (1 - bound)]."""
+    pick = next((p.rank for p in plan[1:] if p.is_model_pick), None)
+    if not bound or pick is None or own_step_ms is None or not math.isfinite(own_step_ms) or own_step_ms <= 0:
+        return None
+    relative = plan[pick].predicted_ms / own_step_ms
+    return pick, [relative / (1 + bound), relative / (1 - bound)]
+
+
+def _rules(ver, plan: list[Planned], own_step_ms: float | None):
+    """(decided, needed, leaves): every candidate settled against the 10 % band (the race),
+    and where verify.prediction_bound is set, the model pick's ratio on one side of each
+    bound of its prediction (perfstudy.measure.rounds.bounds_target): the pick leaves the race
+    only once both let it go."""
+    band = (rounds_mod.all_settled(GAIN_THAT_MATTERS), rounds_mod.rounds_to_settle(GAIN_THAT_MATTERS),
+            rounds_mod.race(GAIN_THAT_MATTERS))
+    found = prediction_bounds(ver.prediction_bound, plan, own_step_ms)
+    if found is None:
+        return band
+    pick, bounds = found
+    target, only = rounds_mod.bounds_target(bounds), frozenset({pick})
+    log.info("rounds go on until %s's step over the own one is outside or inside %.2f-%.2f "
+             "(its prediction within +-%.0f %%: verify.prediction_bound)", plan[pick].label,
+             bounds[0], bounds[1], 100 * ver.prediction_bound)
+    return (rounds_mod.every(band[0], rounds_mod.target_met(target, only=only)),
+            rounds_mod.most_needed(band[1], rounds_mod.target_needed(target, only=only)),
+            rounds_mod.both_leave(band[2], rounds_mod.target_leaves(target, only=only)))
+
+
 def run_rounds(step_fn: StepFn, source: str, cfg, plan: list[Planned], base_seed: int,
-               first_index: int, training_wall_s: float) -> Rounds:
+               first_index: int, training_wall_s: float, own_step_ms: float | None = None) -> Rounds:
     """The verification: every planned setting (plan[0]: the run's own) in interleaved rounds,
-    until every candidate is settled against plan[0] (the budget stretched to
-    verify.stretch_share while the rounds that would settle them fit)."""
+    until every candidate is settled against plan[0] and the model pick's prediction is decided
+    against verify.prediction_bound where set (`own_step_ms`: the run's own measured step, which
+    the prediction is relative to); the budget stretched to verify.stretch_share while the
+    rounds that would settle them fit."""
     ver = cfg.verify
+    decided, needed, leaves = _rules(ver, plan, own_step_ms)
     return measure_rounds(step_fn, source, cfg, plan, base_seed, first_index,
                           budget_s=budget(ver.budget_share, training_wall_s, ver.budget_base_min_s),
-                          max_rounds=ver.max_rounds,
-                          decided=rounds_mod.all_settled(GAIN_THAT_MATTERS),
+                          max_rounds=ver.max_rounds, decided=decided,
                           stretch_s=budget(ver.stretch_share, training_wall_s, ver.budget_base_min_s),
-                          needed=rounds_mod.rounds_to_settle(GAIN_THAT_MATTERS),
-                          leaves=rounds_mod.race(GAIN_THAT_MATTERS))
+                          needed=needed, leaves=leaves)

@@ -53,6 +53,9 @@ class Verification:
     budget_base_min_s: float = doc("verify.budget_base_min_s: the shares are of at least this "
                                    "many seconds (0: of the training's wall time alone)",
                                    default=0.0)
+    prediction_bound: float = doc("verify.prediction_bound: the rounds went on until the model "
+                                  "pick's prediction was decided against +-this share (0: not "
+                                  "asked)", default=0.0)
 
     @property
     def wall_s(self) -> float:

@@ -496,11 +496,24 @@ def test_a_remedys_claimed_bound_is_told_to_its_arms_rounds():
     from perfstudy.orchestrate.workflow_config import Workflow
 
     assert claims.rounds_overrides(SEED_CLAIMS, "prepared") == ["verify.against_source_bounds=[5]"]
-    assert claims.rounds_overrides(SEED_CLAIMS, "baseline") == []
+    assert claims.rounds_overrides(SEED_CLAIMS, "tuned") == []
     assert claims.rounds_overrides(None, "prepared") == []
     flow = Workflow.of(yaml.safe_load((REPO / "workflow" / "config.yaml").read_text()))
     assert list(compose_arm(flow, "seed_case", "prepared", SEED_CLAIMS).verify.against_source_bounds) == [5.0]
     assert list(compose_arm(flow, "seed_case", "tuned", SEED_CLAIMS).verify.against_source_bounds) == []
+
+
+def test_a_claimed_prediction_bound_is_told_to_the_predicting_arms_rounds():
+    """advisor_predicts_tuned (|error| <= 20 %, `against: baseline`) judges the prediction the
+    baseline's model makes: the baseline's verification gets verify.prediction_bound=0.2 and
+    measures its pick until that error is decided; the predicted arm's rounds get nothing."""
+    from perfstudy.orchestrate.study import compose_arm
+    from perfstudy.orchestrate.workflow_config import Workflow
+
+    assert claims.rounds_overrides(SEED_CLAIMS, "baseline") == ["verify.prediction_bound=0.2"]
+    flow = Workflow.of(yaml.safe_load((REPO / "workflow" / "config.yaml").read_text()))
+    assert compose_arm(flow, "seed_case", "baseline", SEED_CLAIMS).verify.prediction_bound == 0.2
+    assert compose_arm(flow, "seed_case", "tuned", SEED_CLAIMS).verify.prediction_bound == 0.0
 
 
 def test_the_share_of_the_allowed_speedup_reads_the_arms_own_windows_over_its_rounds():

@@ -1,0 +1,76 @@
+"""verify.prediction_bound: a claim on the model's prediction of its pick keeps the
+verification's rounds going until the pick's measured ratio is on one side of each bound that
+the claim's error bound makes of the prediction (fake windows, nothing timed)."""
+
+from types import SimpleNamespace
+
+import pytest
+
+from perfstudy.measure import rounds
+from perfstudy.measure.interference import Load
+from perfstudy.measure.rounds import Schedule, Window
+from perfstudy.run import verify
+from perfstudy.run.verify_record import Planned
+
+OWN_MS = 100.0
+# the pick reads ~0.80x of the own setting, +-6 % round to round; the third setting is the own's
+WOBBLE = [1.0, 1.06, 0.94, 1.05, 0.95, 1.02, 0.98, 1.04, 0.96, 1.0, 1.01, 0.99]
+
+
+def _idle_host():
+    """A load monitor of a machine nobody else uses (no window is measured again)."""
+    clock = {"t": 0.0}
+
+    def read():
+        clock["t"] += 1.0
+        return Load(clock["t"], 2 * clock["t"], clock["t"], 0.0, clock["t"], None)
+    return read
+
+
+def _plan(pick_predicted_ms: float) -> list[Planned]:
+    return [Planned("current", 0, {"pipeline.num_parallel_workers": 1}, "1 worker", OWN_MS, "pipeline", False),
+            Planned("candidate", 1, {"pipeline.num_parallel_workers": 2}, "2 workers", pick_predicted_ms,
+                    "cpu", True),
+            Planned("candidate", 2, {"pipeline.num_parallel_workers": 3}, "3 workers", pick_predicted_ms,
+                    "cpu", False)]
+
+
+def _visit(setting, round_):
+    return Window({0: OWN_MS, 1: 80.0 * WOBBLE[round_], 2: OWN_MS * 1.01}[setting], 6, 4, 1.0)
+
+
+def _run(bound: float, pick_predicted_ms: float = 70.0):
+    decided, needed, leaves = verify._rules(SimpleNamespace(prediction_bound=bound), _plan(pick_predicted_ms),
+                                            OWN_MS)
+    return rounds.run(_visit, Schedule(3, seed=2, min_rounds=3, max_rounds=12, decided=decided,
+                                       needed=needed, leaves=leaves), _idle_host())
+
+
+def test_the_bounds_are_the_ratios_at_which_the_prediction_errs_by_the_bound():
+    # predicted 70 ms against the own 100 ms: relative 0.7; an error relative / ratio - 1 of
+    # +-20 % is the ratio at 0.7 / 1.2 and 0.7 / 0.8
+    pick, bounds = verify.prediction_bounds(0.2, _plan(70.0), OWN_MS)
+    assert pick == 1 and bounds == pytest.approx([0.7 / 1.2, 0.875])
+    assert verify.prediction_bounds(0.0, _plan(70.0), OWN_MS) is None  # not asked
+    assert verify.prediction_bounds(0.2, _plan(70.0), float("nan")) is None  # no own step
+    no_pick = [p if p.rank == 0 else Planned(p.role, p.rank, p.settings, p.label, p.predicted_ms,
+                                             p.predicted_binding, False) for p in _plan(70.0)]
+    assert verify.prediction_bounds(0.2, no_pick, OWN_MS) is None
+
+
+def test_the_pick_is_measured_until_its_prediction_is_decided_and_the_others_leave_when_settled():
+    band = _run(0.0)
+    assert band.stopped == "decided" and len(band.orders) == 3  # the band alone: 3 rounds
+    pick = rounds.compare_all(band, 0.10)[0]
+    assert pick.outcome == "faster" and pick.low < 0.875 < pick.high  # the claim undecided
+
+    found = _run(0.2)
+    pick, other = rounds.compare_all(found, 0.10)
+    assert found.stopped == "decided" and 3 < len(found.orders) < 12
+    assert pick.high < 0.875  # decided: the prediction errs by more than 20 %
+    assert all(1 in order for order in found.orders)  # the pick in every round
+    assert all(sorted(order) == [0, 1] for order in found.orders[3:])  # the other left once settled
+    assert other.settled
+
+    near = _run(0.2, pick_predicted_ms=80.0)  # predicted right: bounds 0.667 and 1.0, far away
+    assert near.stopped == "decided" and len(near.orders) == 3
