@@ -5,6 +5,7 @@ import itertools
 import math
 
 import pytest
+from fake_host import quiet_monitor
 
 from perfstudy.measure import interference, rounds
 from perfstudy.measure.interference import Interference, Load
@@ -13,16 +14,6 @@ from perfstudy.measure.rounds import Schedule, Window
 
 def window(step_ms):
     return Window(step_ms, 6, 4, 1.0)
-
-
-def quiet_monitor():
-    """A machine nobody else uses: all busy time is ours."""
-    state = {"t": 0.0}
-
-    def read():
-        state["t"] += 1.0
-        return Load(state["t"], 2 * state["t"], state["t"], 0.0, state["t"], None)
-    return read
 
 
 def fixed(steps):

@@ -5,9 +5,9 @@ the claim's error bound makes of the prediction (fake windows, nothing timed).""
 from types import SimpleNamespace
 
 import pytest
+from fake_host import quiet_monitor
 
 from perfstudy.measure import rounds
-from perfstudy.measure.interference import Load
 from perfstudy.measure.rounds import Schedule, Window
 from perfstudy.run import verify
 from perfstudy.run.verify_record import Planned
@@ -15,16 +15,6 @@ from perfstudy.run.verify_record import Planned
 OWN_MS = 100.0
 # the pick reads ~0.80x of the own setting, +-6 % round to round; the third setting is the own's
 WOBBLE = [1.0, 1.06, 0.94, 1.05, 0.95, 1.02, 0.98, 1.04, 0.96, 1.0, 1.01, 0.99]
-
-
-def _idle_host():
-    """A load monitor of a machine nobody else uses (no window is measured again)."""
-    clock = {"t": 0.0}
-
-    def read():
-        clock["t"] += 1.0
-        return Load(clock["t"], 2 * clock["t"], clock["t"], 0.0, clock["t"], None)
-    return read
 
 
 def _plan(pick_predicted_ms: float) -> list[Planned]:
@@ -43,7 +33,7 @@ def _run(bound: float, pick_predicted_ms: float = 70.0):
     decided, needed, leaves = verify._rules(SimpleNamespace(prediction_bound=bound), _plan(pick_predicted_ms),
                                             OWN_MS)
     return rounds.run(_visit, Schedule(3, seed=2, min_rounds=3, max_rounds=12, decided=decided,
-                                       needed=needed, leaves=leaves), _idle_host())
+                                       needed=needed, leaves=leaves), quiet_monitor())
 
 
 def test_the_bounds_are_the_ratios_at_which_the_prediction_errs_by_the_bound():
