@@ -248,6 +248,27 @@ def test_a_studys_overrides_reach_its_arms_and_the_workflows_win():
     assert compose_arm(Workflow.of(shipped), "seed_case", "baseline").verify.budget_base_min_s == 0
 
 
+def test_the_prepared_arms_floor_is_for_its_rounds_against_the_source_alone():
+    """The seed case's prepared arm: its rounds against the source get at least 120 s, its own
+    verification (1 against 2 workers) the budget of its training (with one floor for both it
+    ran 12 rounds, 7 past its budget)."""
+    import yaml
+
+    from perfstudy.orchestrate.study import compose_arm
+    from perfstudy.run.remedy_rounds import budget_floor_s
+    from perfstudy.run.verify import budget
+
+    shipped = yaml.safe_load((REPO / "workflow" / "config.yaml").read_text())
+    shipped.update(overrides=["size=smoke"])
+    ver = compose_arm(Workflow.of(shipped), "seed_case", "prepared").verify
+    assert (ver.budget_base_min_s, budget_floor_s(ver)) == (0, 120)
+    assert budget(ver.budget_share, 40.0, ver.budget_base_min_s) == 40.0  # the verification's
+    assert budget(ver.budget_share, 40.0, budget_floor_s(ver)) == 120.0  # the remedy's rounds
+    both = compose_arm(Workflow.of({**shipped, "overrides": ["size=smoke", "verify.budget_base_min_s=300"]}),
+                       "seed_case", "tuned").verify
+    assert budget_floor_s(both) == 300  # unset: the verification's floor
+
+
 def test_the_scenarios_study_plans_each_diagnosed_run_and_its_sweep(tmp_path):
     result = snakemake("-n", "--cores", "2", "--config", "study=scenarios", "overrides=[size=smoke]",
                        workdir=tmp_path)

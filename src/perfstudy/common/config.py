@@ -155,6 +155,10 @@ def _validate_verify(cfg: DictConfig) -> None:
     if not 0 <= ver.prediction_bound < 1:
         raise ConfigError(f"verify.prediction_bound is {ver.prediction_bound}; use a share such as "
                           "0.2 (the model's pick predicted within +-20 %) or 0 (no target).")
+    if ver.budget_base_min_s < 0 or ver.against_source_budget_min_s < 0:
+        raise ConfigError(f"verify.budget_base_min_s is {ver.budget_base_min_s} and "
+                          f"verify.against_source_budget_min_s {ver.against_source_budget_min_s}; "
+                          "use 0 (the training's wall time alone) or a number of seconds.")
     if any(not b > 0 for b in ver.against_source_bounds):
         raise ConfigError(f"verify.against_source_bounds is {list(ver.against_source_bounds)}; use "
                           "ratios above 0 (the source's step over the prepared one, e.g. [5.0]).")

@@ -282,6 +282,12 @@ class VerifyConfig:
     # it by (the workflow sets them from the claims file; 3 rounds read 4.84x, 4.60-5.09, and a
     # "5x" claim stayed undecided)
     against_source_bounds: list[float] = field(default_factory=list)
+    # those rounds' budget (and its stretch) are shares of at least this many seconds (0: as the
+    # verification's, verify.budget_base_min_s). The seed case's prepared arm trains in ~40 s and
+    # its rounds measure the source's slow step: 120 s. Apart from the verification's floor: with
+    # one floor for both, the prepared arm's verification (1 against 2 workers, predicted equal)
+    # ran 12 rounds, 7 past its budget
+    against_source_budget_min_s: float = 0.0
     # ... and until it is known to +-this share (its 95 % interval, log; 0: no such target): a
     # precision target looks at the interval's width, never where it lies
     against_source_precision: float = 0.0

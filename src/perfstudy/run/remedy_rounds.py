@@ -60,6 +60,13 @@ def _targets(ver) -> list[rounds_mod.Target]:
                     if ver.against_source_precision else [])
 
 
+def budget_floor_s(ver) -> float:
+    """The seconds the rounds' budget shares are of at least: verify.against_source_budget_min_s,
+    or the verification's floor where it is 0 (the two apart: a floor sized for the source's slow
+    step made the prepared arm's own verification run 12 rounds, 7 past its budget)."""
+    return ver.against_source_budget_min_s or ver.budget_base_min_s
+
+
 def _rules(ver):
     """(decided, needed, leaves) for the rounds: the band's, and each target's beside it. A
     setting leaves the race only once the band and every target let it go (on the band
@@ -82,20 +89,22 @@ def run(step_fn: verify.StepFn, prepared_root: str, manifest: dict[str, Any], cf
     recorded = manifest.get("source_manifest") or {}
     base = {"source_root": str(recorded.get("root", "")),
             "source_dataset_sha256": recorded.get("dataset_sha256"),
-            "training_wall_s": training_wall_s, "budget_share": cfg.verify.budget_share}
+            "training_wall_s": training_wall_s, "budget_share": cfg.verify.budget_share,
+            "budget_base_min_s": budget_floor_s(cfg.verify)}
     source, why = source_of(manifest)
     if source is None:
         log.info("the prepared source is not measured against its source: %s", why)
         return AgainstSource(rounds=None, skipped=why, **base)
     points = [_Point(settings, "prepared (this run)"), _Point(settings, "the source JPEGs")]
     ver = cfg.verify
+    floor_s = budget_floor_s(ver)
     decided, needed, leaves = _rules(ver)
     found = verify.measure_rounds(
         step_fn, prepared_root, cfg, points, base_seed, first_index,
-        budget_s=verify.budget(ver.budget_share, training_wall_s, ver.budget_base_min_s),
+        budget_s=verify.budget(ver.budget_share, training_wall_s, floor_s),
         max_rounds=ver.max_rounds,
         decided=decided,
-        stretch_s=verify.budget(ver.stretch_share, training_wall_s, ver.budget_base_min_s),
+        stretch_s=verify.budget(ver.stretch_share, training_wall_s, floor_s),
         needed=needed,
         leaves=leaves,
         sources=[prepared_root, sources.training_source(source)])

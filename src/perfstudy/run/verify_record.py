@@ -80,6 +80,10 @@ class AgainstSource:
     training_wall_s: float = doc("the training's wall time before the rounds")
     budget_share: float = doc("verify.budget_share: the rounds' budget as a share of it")
     skipped: str | None = doc("why nothing was measured", default=None)
+    budget_base_min_s: float = doc("the share is of at least this many seconds "
+                                   "(verify.against_source_budget_min_s, else "
+                                   "verify.budget_base_min_s; 0: the training's wall time alone)",
+                                   default=0.0)
 
     PREPARED = 0
     SOURCE = 1

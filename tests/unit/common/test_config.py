@@ -95,6 +95,7 @@ def test_run_dir_follows_study_and_arm():
     (["verify.steady_steps=40"], "verify.steady_steps is 40"),
     (["verify.against_source_precision=1.5"], "verify.against_source_precision is 1.5"),
     (["verify.prediction_bound=-0.2"], "verify.prediction_bound is -0.2"),
+    (["verify.against_source_budget_min_s=-5"], "verify.against_source_budget_min_s -5"),
     (["verify.against_source_bounds=[5,0]"], "verify.against_source_bounds is [5.0, 0.0]"),
 ])
 def test_bad_profiler_and_transform_settings_are_one_sentence(overrides, needle):
