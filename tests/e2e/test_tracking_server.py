@@ -16,6 +16,8 @@ import pytest
 from conftest import REPO, SNAKEMAKE, env_without_mlflow, gate_overrides
 from servers import mlflow_on_postgres
 
+from perfstudy.decide.diagnosis import verdict_label
+
 pytestmark = [pytest.mark.slow, pytest.mark.system]
 STUDY = "seed_case"
 
@@ -101,7 +103,8 @@ def test_study_on_a_postgres_backed_server_survives_it_being_down_and_a_killed_u
     assert all(r.info.status == "FINISHED" for r in [*arms.values(), *parents])
     arm = arms["baseline"]
     assert arm.data.tags["mlflow.parentRunId"] == parents[0].info.run_id
-    assert arm.data.tags["perfstudy.verdict"].endswith("-bound")
+    bound = json.loads((out / "runs" / STUDY / "baseline" / "diagnosis.json").read_text())["bound"]
+    assert arm.data.tags["perfstudy.verdict"] == verdict_label(bound)  # a noisy host may read 'not steady'
     assert len(client.get_metric_history(arm.info.run_id, "step/step_ms")) == 13
     artifacts = {a.path for a in client.list_artifacts(arm.info.run_id)}
     assert {"summary.json", "diagnosis.json", "trace.json", "profile"} <= artifacts

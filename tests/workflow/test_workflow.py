@@ -366,3 +366,36 @@ def test_repeats_train_in_rounds_each_run_after_the_one_before(tmp_path):
           "studies": {"seed_case": {"arms": {"baseline": [], "tuned": []}}}}
     order = run_order(Workflow.of(wf), "seed_case")
     assert after == dict(zip(order, [None, *order[:-1]], strict=True))
+
+
+def test_the_tuned_arm_trains_after_the_baseline_whose_settled_pairs_it_reuses(tmp_path):
+    """verify.reuse_from=[baseline] (the shipped seed case): the tuned arm's train job has the
+    baseline's summary as data (trained again when it is) and its config names it in
+    paths.reused; an arm listed after it, or none of the study's, is one sentence."""
+    import yaml
+
+    from perfstudy.common.config import ConfigError
+    from perfstudy.orchestrate.study import compose_arm
+
+    result = snakemake("-n", "--cores", "2", "--config", "overrides=[size=smoke]", workdir=tmp_path)
+    assert result.returncode == 0, result.stderr
+    inputs = {}
+    for block in result.stdout.split("rule train:")[1:]:
+        line = block.split("input:", 1)[1].split("\n", 1)[0]
+        inputs[line.split("runs/seed_case/", 1)[1].split("/", 1)[0]] = line
+    assert "runs/seed_case/baseline/summary.json" in inputs["tuned"]
+    assert "runs/seed_case/prepared/summary.json" in inputs["prepared_tuned"]
+    assert "summary.json" not in inputs["baseline"] + inputs["prepared"]
+
+    shipped = yaml.safe_load((REPO / "workflow" / "config.yaml").read_text())
+    tuned = compose_arm(Workflow.of({**shipped, "overrides": ["size=smoke"]}), "seed_case", "tuned")
+    assert list(tuned.paths.reused) == [f"{shipped['results']}/runs/seed_case/baseline/summary.json"]
+    alone = compose_arm(Workflow.of({**shipped, "overrides": ["size=smoke"], "arms": ["tuned"]}),
+                        "seed_case", "tuned")
+    assert list(alone.paths.reused) == []  # the baseline is not run: its pair is measured here
+    for bad in ("verify.reuse_from=[tuned]", "verify.reuse_from=[nosuch]"):
+        with pytest.raises(ConfigError, match=r"verify.reuse_from of arm 'baseline' names '\w+', which is "
+                           r"not an arm of study 'seed_case' listed before it; .*leave verify.reuse_from empty\."):
+            flow = Workflow.of({**shipped, "overrides": ["size=smoke"]})
+            flow.studies["seed_case"].arms["baseline"].append(bad)
+            compose_arm(flow, "seed_case", "baseline")

@@ -11,7 +11,7 @@ from snakemake.settings.types import DeploymentMethod
 from perfstudy.common.config import ConfigError, to_container
 from perfstudy.data.prepare import Settings, prepared_dir
 from perfstudy.orchestrate.study import (arm_overrides, compose_arm, manifest_path, previous_run,
-                             run_names, source_manifest_path)
+                             reused_overrides, run_names, source_manifest_path)
 from perfstudy.orchestrate.workflow_config import Workflow
 
 FLOW = Workflow.of(config)  # checked against its schema (Snakefile); read by field from here on
@@ -61,6 +61,12 @@ def train_after(wildcards):
     one run does not retrain the runs after it."""
     before = previous_run(FLOW, wildcards.study, wildcards.arm)
     return [ancient(f"{RESULTS}/runs/{wildcards.study}/{before}/summary.json")] if before else []
+
+
+def reused_summaries(wildcards):
+    """The summaries of the earlier runs whose rounds this run may reuse (verify.reuse_from):
+    data, so the run trains after them, and again when one of them is trained again."""
+    return list(ARM_CONFIGS[wildcards.arm].paths.reused)
 
 
 def dataset_manifest(wildcards):

@@ -4,6 +4,7 @@ rule train:
         config=f"{RESULTS}/runs/{{study}}/{{arm}}/config.yaml",
         manifest=dataset_manifest,
         after=train_after,
+        reused=reused_summaries,
     output:
         steps=f"{RESULTS}/runs/{{study}}/{{arm}}/steps.csv",
         summary=f"{RESULTS}/runs/{{study}}/{{arm}}/summary.json",

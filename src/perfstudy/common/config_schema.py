@@ -297,6 +297,12 @@ class VerifyConfig:
     # prediction (the workflow sets it from the claims file; 0: none). With the band alone the
     # baseline stopped at 3 rounds, 7.9 % (0.0-25.1 %) against a 20 % bound: undecided
     prediction_bound: float = 0.0
+    # arms of the study that train before this one and whose rounds may answer for it: a
+    # candidate of this run's plan that such a run measured against this run's own setting, and
+    # settled (faster, slower or its gain ruled out, read from this side), is not measured again
+    # (the tuned arm's return to the baseline's setting, which the baseline's rounds decided);
+    # the claims pool both runs' rounds where both measured the pair (perfstudy.decide.reuse)
+    reuse_from: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -342,6 +348,9 @@ class PathsConfig:
     run_dir: str = "${paths.results}/runs/${study}/${run}"
     # the dataset's manifest.json (the DAG's make_dataset made it); None: made or found from data
     manifest: Optional[str] = None
+    # the summary.json of each earlier run verify.reuse_from names (the workflow sets them: the
+    # run trains after those; perfstudy.orchestrate.study.reused_summaries)
+    reused: list[str] = field(default_factory=list)
 
 
 @dataclass

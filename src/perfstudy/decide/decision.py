@@ -258,7 +258,7 @@ def _measured_answer(answer: Recommendation, checked: Checked, advice: Advice,
     setting with its measured ratio and interval; no gain (measured); or inconclusive."""
     own, chosen = checked.own, checked.picked
     measured = replace(answer, verified=True, verification=checked, verified_now_ms=own.measured_ms,
-                       verified_step_ms=chosen.measured_ms)
+                       verified_step_ms=chosen.measured_ms or _from_ratio(own, chosen))
     if checked.outcome == HELPS:
         return _measured_gain(measured, checked, advice)
     readings = "; ".join(f"{m.label}: step {m.comparison.words()}" for m in checked.settings[1:]
@@ -282,6 +282,13 @@ def _measured_answer(answer: Recommendation, checked: Checked, advice: Advice,
                    sentence=sentence + ".", **kept)
 
 
+def _from_ratio(own, chosen) -> float | None:
+    """A setting settled by an earlier run's rounds (not measured here): the own setting's step
+    here times its paired ratio there."""
+    comp = chosen.comparison
+    return own.measured_ms * comp.ratio if own.measured_ms and comp and comp.ratio else None
+
+
 def _measured_gain(measured: Recommendation, checked: Checked, advice: Advice) -> Recommendation:
     """The setting the rounds chose: its measured gain and interval, and the operator it sets."""
     own, chosen = checked.own, checked.picked
@@ -295,9 +302,11 @@ def _measured_gain(measured: Recommendation, checked: Checked, advice: Advice) -
     sentence = (f"Set {describe_changes(changes, advice)}: measured {comp.words()} the current "
                 f"setting's step, a gain of {pct(gain)} ({pct(low)} to {pct(high)}; a change "
                 f"needs {CHOSEN.bar_words(checked.margin)}), "
-                f"{chosen.measured_ms:.0f} against {own.measured_ms:.0f} ms; predicted "
-                f"{chosen.predicted_ms:.0f} ms ({pct(chosen.error, signed=True)}); "
-                f"{protocol_words(checked)}")
+                + (f"{chosen.measured_ms:.0f} against {own.measured_ms:.0f} ms; predicted "
+                   f"{chosen.predicted_ms:.0f} ms ({pct(chosen.error, signed=True)}); "
+                   if chosen.measured_ms and chosen.error is not None else
+                   f"in {chosen.reused_from}'s rounds; predicted {chosen.predicted_ms:.0f} ms; ")
+                + protocol_words(checked))
     if stage is not None:
         sentence += f"; {stage.label} is the slow operator"
     return replace(measured, bound="input", action="set_workers", changes=changes, settings=settings,

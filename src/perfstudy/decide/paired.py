@@ -75,7 +75,7 @@ def paired_speedup(arm, against) -> tuple[Paired, str] | None:
         for row in (checked.settings[1:] if checked else []):
             c = row.comparison
             if c is None or c.ratio is None or c.low is None or c.high is None \
-                    or canonical(row.settings) != target:
+                    or canonical(row.settings) != target or row.reused_from:  # counted at its source
                 continue
             found.append((Paired(c.ratio, c.low, c.high, c.rounds, c.level) if not flip else
                           Paired(1 / c.ratio, 1 / c.high, 1 / c.low, c.rounds, c.level), source.name))

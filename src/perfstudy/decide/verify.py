@@ -54,6 +54,8 @@ class MeasuredSetting:
     error: float | None = doc("the model's error: predicted / measured - 1")
     comparison: Comparison | None = doc("against the run's own setting, paired by round "
                                         "(None for the own setting)")
+    reused_from: str | None = doc("the earlier run whose rounds settled it, not measured "
+                                  "again here (None: measured in this run's rounds)", default=None)
 
 
 @dataclass(frozen=True)
@@ -151,6 +153,9 @@ def _measured(verification: Verification, comparisons: dict[int, Comparison]) ->
             entry.label, entry.role, canonical(entry.settings), entry.predicted_ms, mean,
             len(steady), sum(w.steps_counted for w in steady),
             entry.predicted_ms / mean - 1 if mean else None, comparisons.get(index)))
+    # settled by an earlier run's rounds (perfstudy.decide.reuse): its step is not this run's
+    out += [MeasuredSetting(r.label, "candidate", canonical(r.settings), r.predicted_ms, None, 0, 0,
+                            None, r.comparison, reused_from=r.source_run) for r in verification.reused]
     return out
 
 
@@ -163,6 +168,7 @@ def verdict(verification: Verification | None, margin: float = GAIN_THAT_MATTERS
     if not any(rounds.series(0)):
         return None
     comparisons = {c.setting: c for c in compare_all(rounds, margin, 0, LEVEL)}
+    comparisons.update({r.comparison.setting: r.comparison for r in verification.reused})
     settings = _measured(verification, comparisons)
     faster = [c for c in comparisons.values() if c.outcome == "faster"]
     chosen, outcome = 0, INCONCLUSIVE
@@ -181,7 +187,8 @@ def verdict(verification: Verification | None, margin: float = GAIN_THAT_MATTERS
 
 def protocol_words(checked: Checked) -> str:
     """How the verdict was measured, in words (every verified answer says it)."""
-    text = (f"{checked.rounds} interleaved rounds of {len(checked.settings)} settings (each round "
+    measured = [m for m in checked.settings if not m.reused_from]
+    text = (f"{checked.rounds} interleaved rounds of {len(measured)} settings (each round "
             f"every setting once, in a random order, on a fresh pipeline; stopped: "
             f"{STOPPED_WORDS.get(checked.stopped, checked.stopped)}"
             + (f", {checked.stretched} of them past the budget, as the rounds needed fit in "
@@ -191,6 +198,10 @@ def protocol_words(checked: Checked) -> str:
                  + "; ".join(sorted(set(checked.dropped))))
     if checked.disturbed_kept:
         text += f"; {checked.disturbed_kept} kept although disturbed twice"
+    reused = [m for m in checked.settings if m.reused_from]
+    if reused:
+        text += "; " + "; ".join(f"{m.label} not measured again: {m.reused_from}'s rounds settled it "
+                                 f"against this setting, {m.comparison.words()}" for m in reused)
     return text
 
 

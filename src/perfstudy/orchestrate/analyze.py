@@ -15,6 +15,7 @@ workflow's outputs do not depend on the profiler setting.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,6 +25,7 @@ from perfstudy.common.io import read_json, write_csv
 from perfstudy.decide import diagnosis, peers, verify
 from perfstudy.decide.diagnosis import Diagnosis, ProfiledWindow, write_diagnosis
 from perfstudy.decide.peers import Readings
+from perfstudy.decide.reuse import decided_elsewhere
 from perfstudy.measure import minddata, msanalyzer, timeline
 from perfstudy.measure.timeline import CrossCheck
 from perfstudy.run.summary import RunSummary, read_summary
@@ -93,15 +95,32 @@ def diagnose_run(run_dir: str | Path) -> Analysed:
                     joined=joined, kernels=kernels, iterator=iterator_frame, cross=cross)
 
 
-def propose(run_dir: str | Path, k: int) -> Proposal:
+def propose(run_dir: str | Path, k: int, reused: Sequence[str | Path] = ()) -> Proposal:
     """The verification plan of a trained run (perfstudy.run.verify measures it): the run's own
-    setting and the model's best k others; none when the measured window was not steady."""
-    found = diagnose_run(run_dir).diagnosis
+    setting and the model's best k others, less those the earlier runs' rounds (`reused`: their
+    summary.json, verify.reuse_from) settled; none when the measured window was not steady."""
+    analysed = diagnose_run(run_dir)
+    found = analysed.diagnosis
     if found.recommendation.action == "not_steady":
         return Proposal([], skipped="the measured window was not steady, so no verdict was "
                         "issued and nothing was verified")
-    return Proposal(verify.plan(found.advisor, k),
-                    model_recommendation=found.recommendation.sentence)
+    plan, settled = decided_elsewhere(verify.plan(found.advisor, k), analysed.summary,
+                                      _earlier(reused))
+    for r in settled:
+        log.info("not measured again: %s, settled by %s's rounds: %s", r.label, r.source_run,
+                 r.comparison.words())
+    return Proposal(plan, model_recommendation=found.recommendation.sentence, reused=settled)
+
+
+def _earlier(paths: Sequence[str | Path]) -> list[RunSummary]:
+    """The earlier runs' summaries (one that cannot be read is measured again here: a warning)."""
+    out = []
+    for path in paths:
+        try:
+            out.append(read_summary(Path(path).parent))
+        except (OSError, ValueError) as exc:
+            log.warning("paths.reused: %s cannot be read (%s); its pairs are measured here", path, exc)
+    return out
 
 
 def peer_readings(run: Path, found: Analysed) -> Readings:

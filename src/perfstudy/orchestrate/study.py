@@ -6,6 +6,7 @@ the compose_config rule.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -43,8 +44,19 @@ def sweep_values(values: str | list[int]) -> list[int]:
 
 def arm_table(flow: Workflow, study: str | None = None) -> dict[str, list[str]]:
     """Arm name -> its Hydra overrides: the written arms, then one per sweep value
-    (`<name>_<value>`: the sweep's overrides plus key=value)."""
+    (`<name>_<value>`: the sweep's overrides plus key=value); only those in `arms` where the
+    workflow config names some."""
     study = study or flow.study
+    arms = every_arm(flow, study)
+    unknown = [name for name in flow.arms if name not in arms]
+    if unknown:
+        raise ConfigError(f"Arm {unknown[0]!r} is not an arm of study {study!r}; use some of "
+                          f"{', '.join(arms)} in `arms` (or leave it empty for all).")
+    return {name: overrides for name, overrides in arms.items() if not flow.arms or name in flow.arms}
+
+
+def every_arm(flow: Workflow, study: str) -> dict[str, list[str]]:
+    """Every arm of the study in its order, whichever the workflow config runs."""
     spec = study_spec(flow, study)
     arms = dict(spec.arms)
     if spec.scenarios:
@@ -57,11 +69,7 @@ def arm_table(flow: Workflow, study: str | None = None) -> dict[str, list[str]]:
                 raise ConfigError(f"Study {study!r}: the sweep's arm {name!r} "
                                   "is also written under `arms:`; rename one of them.")
             arms[name] = [*sweep.overrides, f"{sweep.key}={value}"]
-    unknown = [name for name in flow.arms if name not in arms]
-    if unknown:
-        raise ConfigError(f"Arm {unknown[0]!r} is not an arm of study {study!r}; use some of "
-                          f"{', '.join(arms)} in `arms` (or leave it empty for all).")
-    return {name: overrides for name, overrides in arms.items() if not flow.arms or name in flow.arms}
+    return arms
 
 
 def scenario_arms(spec: StudySpec, study: str) -> dict[str, list[str]]:
@@ -166,11 +174,44 @@ def arm_overrides(flow: Workflow, study: str, run: str, claims_file: Path | None
             f"study={study}", f"arm={arm}", f"repeat={repeat}", f"run={run}", f"paths.results={flow.results}"]
 
 
+def reused_runs(flow: Workflow, study: str, run: str, reuse_from: list[str]) -> list[str]:
+    """The runs whose rounds may answer for this run's (verify.reuse_from): the same repeat of
+    each named arm, where it trains before this run (repeats > 1: earlier in run_order; a repeat
+    trained after it, or an arm this invocation does not run, is left out: its rounds measure
+    the pair themselves). ConfigError in one sentence for an arm the study does not list before
+    it (with one repeat the arms train in the study's order)."""
+    arm, repeat = split_run(flow, study, run)
+    arms = list(every_arm(flow, study))
+    order = run_order(flow, study)
+    out = []
+    for source in reuse_from:
+        if source not in arms or arms.index(source) >= arms.index(arm):
+            earlier = arms[:arms.index(arm)]
+            raise ConfigError(
+                f"verify.reuse_from of arm {arm!r} names {source!r}, which is not an arm of study "
+                f"{study!r} listed before it; name one of {', '.join(earlier) or '(none: it is the first)'}"
+                " or leave verify.reuse_from empty.")
+        name = run_name(source, repeat)
+        if name in order and order.index(name) < order.index(run):
+            out.append(name)
+    return out
+
+
+def reused_overrides(flow: Workflow, study: str, run: str, cfg: DictConfig) -> list[str]:
+    """paths.reused for the run: the summary.json of each run it may reuse (none: no override)."""
+    runs = reused_runs(flow, study, run, list(cfg.verify.reuse_from))
+    paths = [f"{flow.results}/runs/{study}/{r}/summary.json" for r in runs]
+    return [f"paths.reused={json.dumps(paths)}"] if paths else []
+
+
 def compose_arm(flow: Workflow, study: str, run: str, claims_file: Path | None = None) -> DictConfig:
-    """A run's (an arm's, or one repeat of it) fully resolved, validated config."""
+    """A run's (an arm's, or one repeat of it) fully resolved, validated config, with the runs it
+    may reuse (paths.reused: reused_overrides)."""
     overrides = arm_overrides(flow, study, run, claims_file)
     try:
         cfg = compose_run_config(overrides)
+        if cfg.verify.reuse_from:
+            cfg = compose_run_config([*overrides, *reused_overrides(flow, study, run, cfg)])
     except ConfigError as exc:
         raise ConfigError(f"Study {study!r}, arm {run!r}: {exc}") from None
     given = any(o.lstrip("+~").startswith("trainer.device_target=") for o in overrides)

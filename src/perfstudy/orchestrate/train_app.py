@@ -11,6 +11,7 @@ trainings does): MindSpore's device, profiler and dataset engine are set once pe
 
 from __future__ import annotations
 
+import functools
 import subprocess
 import sys
 from pathlib import Path
@@ -93,6 +94,8 @@ def _train(cfg: DictConfig) -> None:
     from perfstudy.present import live
     from perfstudy.run import train
 
+    # the pairs earlier runs' rounds settled are not measured again (verify.reuse_from)
+    propose = functools.partial(propose, reused=list(cfg.paths.reused))
     # the arm's MLflow run, opened now and fed as the steps happen (None: no tracker to attach to)
     opened = live.open_live(cfg, cfg.paths.run_dir)
     if opened is None:  # the model (decide/) proposes the settings the training then measures

@@ -129,7 +129,8 @@ def verified_rows(arm: Arm) -> list[tuple[str, object]]:
     checked = rec.verification if rec else None
     if checked is None:
         return []
-    return [(f"{arm.name}: {m.label}", m.comparison) for m in checked.settings[1:]
+    return [(f"{arm.name}: {m.label}" + (f" ({m.reused_from}'s rounds)" if m.reused_from else ""),
+             m.comparison) for m in checked.settings[1:]
             if m.comparison is not None and m.comparison.ratio is not None]
 
 

@@ -21,7 +21,8 @@ def windows_table(arms: list) -> pd.DataFrame:
         for index, m in enumerate(checked.settings):
             comp = m.comparison
             rows.append({
-                "arm": arm.name, "setting": m.label, "role": m.role,
+                "arm": arm.name, "setting": m.label,
+                "role": f"{m.role}, settled by {m.reused_from}'s rounds" if m.reused_from else m.role,
                 "kind": operator_kind(advice, m.settings) if advice else "",
                 "predicted (ms)": round(m.predicted_ms),
                 "measured (ms)": "" if m.measured_ms is None else round(m.measured_ms),

@@ -7,10 +7,10 @@ perfstudy.run.verify (interleaved rounds), decided by perfstudy.decide.verify.ve
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from perfstudy.common.records import doc
-from perfstudy.measure.rounds import Rounds
+from perfstudy.measure.rounds import Comparison, Rounds
 from perfstudy.run.settings import Settings
 
 
@@ -28,12 +28,28 @@ class Planned:
 
 
 @dataclass(frozen=True)
+class Reused:
+    """A planned candidate not measured again: an earlier run's rounds settled it against this
+    run's own setting."""
+
+    label: str = doc("the candidate's settings as a user would type them")
+    settings: Settings = doc("its operator settings")
+    predicted_ms: float = doc("the model's step there (this run's model)")
+    predicted_binding: str = doc("what the model says binds the step there")
+    is_model_pick: bool = doc("the model's own pick")
+    source_run: str = doc("the run whose rounds measured it (its folder name)")
+    comparison: Comparison = doc("its step over this run's own setting, paired by round in the "
+                                 "source run's rounds (setting: its index past this run's plan)")
+
+
+@dataclass(frozen=True)
 class Proposal:
     """What the model proposes to measure (perfstudy.orchestrate.analyze.propose)."""
 
     plan: list[Planned]  # empty: nothing to verify (skipped says why)
     skipped: str | None = None
     model_recommendation: str | None = None
+    reused: list[Reused] = field(default_factory=list)  # settled by an earlier run's rounds
 
 
 @dataclass(frozen=True)
@@ -56,6 +72,9 @@ class Verification:
     prediction_bound: float = doc("verify.prediction_bound: the rounds went on until the model "
                                   "pick's prediction was decided against +-this share (0: not "
                                   "asked)", default=0.0)
+    reused: list[Reused] = doc("planned candidates not measured again: an earlier run's rounds "
+                               "settled them against this run's own setting (verify.reuse_from)",
+                               default_factory=list)
 
     @property
     def wall_s(self) -> float:

@@ -12,9 +12,12 @@ from perfstudy.measure.rounds import Comparison
 from perfstudy.present import figures
 
 
-def _arm(name: str, comparisons: list[Comparison | None], steps: pd.DataFrame | None = None) -> Arm:
-    settings = [SimpleNamespace(label="own", comparison=None)]
-    settings += [SimpleNamespace(label=f"pipeline.num_parallel_workers={i + 2}", comparison=c)
+def _arm(name: str, comparisons: list[Comparison | None], steps: pd.DataFrame | None = None,
+         reused: dict[int, str] | None = None) -> Arm:
+    reused = reused or {}
+    settings = [SimpleNamespace(label="own", comparison=None, reused_from=None)]
+    settings += [SimpleNamespace(label=f"pipeline.num_parallel_workers={i + 2}", comparison=c,
+                                 reused_from=reused.get(i + 1))
                  for i, c in enumerate(comparisons)]
     checked = SimpleNamespace(settings=settings)
     diagnosis = SimpleNamespace(recommendation=SimpleNamespace(verification=checked))
@@ -33,6 +36,9 @@ def test_the_forest_plot_draws_one_row_per_measured_candidate(tmp_path):
     assert [label for label, _ in figures.verified_rows(arms[0])] == [
         "baseline: pipeline.num_parallel_workers=2", "baseline: pipeline.num_parallel_workers=3"]
     assert figures.verified_rows(arms[1]) == []
+    settled_there = _arm("tuned", [open_, faster], reused={2: "baseline"})  # not measured again
+    assert [label for label, _ in figures.verified_rows(settled_there)] == [
+        "tuned: pipeline.num_parallel_workers=2", "tuned: pipeline.num_parallel_workers=3 (baseline's rounds)"]
     path = figures.figure_verified(arms, tmp_path / "verified.png")
     one = figures.figure_verified(arms[:1], tmp_path / "one.png")
     assert path is not None and _pixels(path).shape[0] > 100

@@ -1,0 +1,78 @@
+"""Rounds spent where an answer can change: a candidate of this run's plan that an earlier run
+of the same data and code already measured against this run's own setting, and settled, is not
+measured again (verify.reuse_from).
+
+The case: the tuned arm's plan holds a return to the baseline's setting (one map worker), and
+the baseline's own rounds measured exactly that pair (its own setting beside the tuned one,
+paired by round) before. When that pair is settled as this run reads it (the candidate faster
+by the margin, or its gain ruled out), the tuned arm's rounds go to its other candidates; its
+verdict takes the pair from the baseline's rounds, marked so, and the claims do not count it
+twice (perfstudy.decide.paired). A pair left open there is measured again here, and the two
+runs' rounds are pooled where a claim reads it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from perfstudy.common.thresholds import GAIN_THAT_MATTERS
+from perfstudy.decide.whatif import canonical
+from perfstudy.measure.intervals import LEVEL
+from perfstudy.measure.rounds import Comparison, compare
+from perfstudy.run.settings import Settings
+from perfstudy.run.summary import RunSummary
+from perfstudy.run.verify_record import Planned, Reused
+
+
+def same_pipeline(a: RunSummary, b: RunSummary) -> bool:
+    """Same data, model and pipeline code, size and batch: the runs differ in operator settings
+    at most, so one run's windows at the other's settings measure the other run's setting."""
+    return (a.dataset_sha256 == b.dataset_sha256 and a.factories == b.factories
+            and (a.size, a.batch_size, a.image_size) == (b.size, b.batch_size, b.image_size))
+
+
+def _index(plan: list[Planned], settings: Settings) -> int | None:
+    target = canonical(settings)
+    return next((p.rank for p in plan if canonical(p.settings) == target), None)
+
+
+def settled_elsewhere(own: Settings, candidate: Settings, earlier: RunSummary,
+                      margin: float = GAIN_THAT_MATTERS) -> Comparison | None:
+    """The candidate's step over `own`, paired by round in the earlier run's verification, where
+    it measured both and the pair is settled read this way round; None otherwise."""
+    ver = earlier.verification
+    if ver is None or ver.rounds is None:
+        return None
+    at_own, at_candidate = _index(ver.plan, own), _index(ver.plan, candidate)
+    if at_own is None or at_candidate is None or at_own == at_candidate:
+        return None
+    found = compare(ver.rounds, at_own, at_candidate, margin, LEVEL)
+    return found if found.ratio is not None and found.settled else None
+
+
+def decided_elsewhere(plan: list[Planned], own: RunSummary, earlier: list[RunSummary],
+                      margin: float = GAIN_THAT_MATTERS) -> tuple[list[Planned], list[Reused]]:
+    """The plan left to measure (ranks renumbered) and the candidates an earlier run of the same
+    pipeline settled. One candidate is always measured here: the rounds need a pair of their
+    own, and the model's pick is never taken from elsewhere (its prediction is judged on this
+    run's rounds)."""
+    if len(plan) < 2:
+        return plan, []
+    sources = [s for s in earlier if same_pipeline(own, s)]
+    keep, reused = [plan[0]], []
+    for entry in plan[1:]:
+        found = None if entry.is_model_pick else next(
+            ((s, c) for s in sources
+             if (c := settled_elsewhere(plan[0].settings, entry.settings, s, margin)) is not None), None)
+        if found is None:
+            keep.append(entry)
+            continue
+        source, comparison = found
+        reused.append(Reused(entry.label, canonical(entry.settings), entry.predicted_ms,
+                             entry.predicted_binding, entry.is_model_pick, source.run, comparison))
+    if len(keep) < 2:  # nothing left to measure: measure the first reused one after all
+        first = next(p for p in plan[1:] if p.label == reused[0].label)
+        keep, reused = [plan[0], first], reused[1:]
+    keep = [replace(p, rank=rank) for rank, p in enumerate(keep)]
+    return keep, [replace(r, comparison=replace(r.comparison, setting=len(keep) + i))
+                  for i, r in enumerate(reused)]

@@ -1,0 +1,81 @@
+"""Rounds spent where an answer can change: a pair an earlier run's rounds settled is not
+measured again (perfstudy.decide.reuse), and the claims do not count it twice."""
+
+from dataclasses import replace
+from types import SimpleNamespace
+
+import pytest
+from records import make_summary, make_verification
+
+from perfstudy.decide import verify
+from perfstudy.decide.paired import paired_speedup
+from perfstudy.decide.reuse import decided_elsewhere
+from perfstudy.run.settings import MP
+from perfstudy.run.verify_record import Planned
+
+KEY = "pipeline.num_parallel_workers"
+ONE, TWO, TWO_MP = {KEY: 1}, {KEY: 2}, {KEY: 2, KEY + MP: True}
+SLOW = [4000.0, 4100.0, 3950.0, 4050.0, 4020.0]
+
+
+def _baseline(candidate_steps, **fields):
+    """The baseline's run: its own setting (1 worker) beside 2 workers, in interleaved rounds."""
+    return replace(make_summary(**fields), run="baseline").with_verification(
+        make_verification([(ONE, 4000.0), (TWO, 2600.0)], [SLOW, candidate_steps]))
+
+
+def _plan(*candidates, pick=None):
+    """The tuned arm's plan: its own setting (2 workers) first."""
+    return [Planned("current" if i == 0 else "candidate", i, s, str(s), 2600.0 + 100 * i, "pipeline",
+                    s == pick) for i, s in enumerate([TWO, *candidates])]
+
+
+def test_a_return_to_a_setting_an_earlier_run_settled_is_not_measured_again():
+    baseline = _baseline([2600.0, 2650.0, 2580.0, 2620.0, 2610.0])  # 0.65x: decided there
+    plan, reused = decided_elsewhere(_plan(ONE, TWO_MP), make_summary(), [baseline])
+    assert [p.settings for p in plan] == [TWO, TWO_MP] and [p.rank for p in plan] == [0, 1]
+    assert len(reused) == 1 and reused[0].settings == ONE and reused[0].source_run == "baseline"
+    comp = reused[0].comparison  # read from this run's side: one worker is slower
+    assert comp.setting == 2 and comp.outcome == "slower"
+    assert comp.ratio == pytest.approx(1 / 0.65, rel=0.02) and comp.rounds == 5
+    assert comp.low > 1.1  # the whole interval past the margin: settled
+
+
+def test_an_open_pair_a_model_pick_or_another_pipeline_is_measured_here():
+    noisy = _baseline([2000.0, 4400.0, 2500.0, 4300.0, 3000.0])  # neither faster nor ruled out
+    assert decided_elsewhere(_plan(ONE, TWO_MP), make_summary(), [noisy])[1] == []
+    decided = _baseline([2600.0, 2650.0, 2580.0, 2620.0, 2610.0])
+    assert decided_elsewhere(_plan(ONE, TWO_MP, pick=ONE), make_summary(), [decided])[1] == []
+    other_data = make_summary(dataset_sha256="0" * 64)
+    assert decided_elsewhere(_plan(ONE, TWO_MP), other_data, [decided])[1] == []
+    # the only candidate: the rounds need a pair of their own, so it is measured after all
+    plan, reused = decided_elsewhere(_plan(ONE), make_summary(), [decided])
+    assert [p.settings for p in plan] == [TWO, ONE] and reused == []
+
+
+def test_the_verdict_reads_the_settled_pair_and_the_claim_counts_it_once():
+    baseline = _baseline([2600.0, 2650.0, 2580.0, 2620.0, 2610.0])
+    plan, reused = decided_elsewhere(_plan(ONE, TWO_MP), make_summary(), [baseline])
+    own = [2600.0, 2700.0, 2550.0, 2650.0]
+    ran = make_verification([(p.settings, p.predicted_ms) for p in plan],
+                            [own, [v * 1.02 for v in own]])
+    tuned_ver = replace(ran, reused=reused)
+    checked = verify.verdict(tuned_ver)
+    assert [m.reused_from for m in checked.settings] == [None, None, "baseline"]
+    assert checked.settings[2].measured_ms is None and checked.settings[2].windows == 0
+    assert checked.outcome == "no_gain"  # the re-measured pair rules a gain out, the reused is slower
+    words = verify.protocol_words(checked)
+    assert "4 interleaved rounds of 2 settings" in words
+    assert "not measured again: baseline's rounds settled it" in words
+
+    def arm(name, summary, checked_):
+        rec = SimpleNamespace(verification=checked_)
+        return SimpleNamespace(name=name, summary=summary, diagnosis=SimpleNamespace(recommendation=rec))
+
+    tuned = arm("tuned", replace(make_summary(operator_settings=TWO), run="tuned").with_verification(tuned_ver),
+                checked)
+    base = arm("baseline", replace(make_summary(operator_settings=ONE), run="baseline"),
+               verify.verdict(baseline.verification))
+    found, how = paired_speedup(tuned, base)
+    assert found.runs == 1 and found.rounds == 5  # the baseline's rounds alone, not twice
+    assert found.value == pytest.approx(1 / 0.65, rel=0.02) and "baseline's verification" in how
