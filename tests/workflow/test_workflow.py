@@ -393,6 +393,9 @@ def test_the_tuned_arm_trains_after_the_baseline_whose_settled_pairs_it_reuses(t
     alone = compose_arm(Workflow.of({**shipped, "overrides": ["size=smoke"], "arms": ["tuned"]}),
                         "seed_case", "tuned")
     assert list(alone.paths.reused) == []  # the baseline is not run: its pair is measured here
+    unverified = compose_arm(Workflow.of({**shipped, "overrides": ["size=smoke", "verify.candidates=0"]}),
+                             "seed_case", "tuned")
+    assert list(unverified.paths.reused) == []  # no rounds, nothing to wait for
     for bad in ("verify.reuse_from=[tuned]", "verify.reuse_from=[nosuch]"):
         with pytest.raises(ConfigError, match=r"verify.reuse_from of arm 'baseline' names '\w+', which is "
                            r"not an arm of study 'seed_case' listed before it; .*leave verify.reuse_from empty\."):

@@ -198,7 +198,10 @@ def reused_runs(flow: Workflow, study: str, run: str, reuse_from: list[str]) -> 
 
 
 def reused_overrides(flow: Workflow, study: str, run: str, cfg: DictConfig) -> list[str]:
-    """paths.reused for the run: the summary.json of each run it may reuse (none: no override)."""
+    """paths.reused for the run: the summary.json of each run it may reuse (none: no override;
+    none either without a verification, verify.candidates=0)."""
+    if cfg.verify.candidates <= 0:
+        return []
     runs = reused_runs(flow, study, run, list(cfg.verify.reuse_from))
     paths = [f"{flow.results}/runs/{study}/{r}/summary.json" for r in runs]
     return [f"paths.reused={json.dumps(paths)}"] if paths else []
@@ -210,7 +213,7 @@ def compose_arm(flow: Workflow, study: str, run: str, claims_file: Path | None =
     overrides = arm_overrides(flow, study, run, claims_file)
     try:
         cfg = compose_run_config(overrides)
-        if cfg.verify.reuse_from:
+        if cfg.verify.reuse_from and cfg.verify.candidates > 0:  # no rounds: nothing to reuse
             cfg = compose_run_config([*overrides, *reused_overrides(flow, study, run, cfg)])
     except ConfigError as exc:
         raise ConfigError(f"Study {study!r}, arm {run!r}: {exc}") from None
