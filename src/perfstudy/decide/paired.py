@@ -73,7 +73,7 @@ def paired_speedup(arm, against) -> tuple[Paired, str] | None:
         checked = source.diagnosis.recommendation.verification if source.diagnosis else None
         target = canonical(other.summary.operator_settings or {})
         for row in (checked.settings[1:] if checked else []):
-            c = row.comparison
+            c = row.this_run  # the verdict's may pool an earlier run's rounds: each run once here
             if c is None or c.ratio is None or c.low is None or c.high is None \
                     or canonical(row.settings) != target or row.reused_from:  # counted at its source
                 continue

@@ -8,7 +8,8 @@ paired by round) before. When that pair is settled as this run reads it (the can
 by the margin, or its gain ruled out), the tuned arm's rounds go to its other candidates; its
 verdict takes the pair from the baseline's rounds, marked so, and the claims do not count it
 twice (perfstudy.decide.paired). A pair left open there is measured again here, and the two
-runs' rounds are pooled where a claim reads it.
+runs' rounds are pooled (random effects: perfstudy.measure.rounds.compare with a prior): in this
+run's race and stopping rule, in its verdict, and where a claim reads it.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from perfstudy.measure.intervals import LEVEL
 from perfstudy.measure.rounds import Comparison, compare
 from perfstudy.run.settings import Settings
 from perfstudy.run.summary import RunSummary
-from perfstudy.run.verify_record import Planned, Reused
+from perfstudy.run.verify_record import Earlier, Planned, Reused
 
 
 def same_pipeline(a: RunSummary, b: RunSummary) -> bool:
@@ -36,10 +37,10 @@ def _index(plan: list[Planned], settings: Settings) -> int | None:
     return next((p.rank for p in plan if canonical(p.settings) == target), None)
 
 
-def settled_elsewhere(own: Settings, candidate: Settings, earlier: RunSummary,
-                      margin: float = GAIN_THAT_MATTERS) -> Comparison | None:
+def measured_elsewhere(own: Settings, candidate: Settings, earlier: RunSummary,
+                       margin: float = GAIN_THAT_MATTERS) -> Comparison | None:
     """The candidate's step over `own`, paired by round in the earlier run's verification, where
-    it measured both and the pair is settled read this way round; None otherwise."""
+    it measured both (in 2 rounds or more: an interval); None otherwise."""
     ver = earlier.verification
     if ver is None or ver.rounds is None:
         return None
@@ -47,17 +48,26 @@ def settled_elsewhere(own: Settings, candidate: Settings, earlier: RunSummary,
     if at_own is None or at_candidate is None or at_own == at_candidate:
         return None
     found = compare(ver.rounds, at_own, at_candidate, margin, LEVEL)
-    return found if found.ratio is not None and found.settled else None
+    return found if found.ratio is not None and found.low is not None else None
+
+
+def settled_elsewhere(own: Settings, candidate: Settings, earlier: RunSummary,
+                      margin: float = GAIN_THAT_MATTERS) -> Comparison | None:
+    """measured_elsewhere, where the pair is settled read this way round; None otherwise."""
+    found = measured_elsewhere(own, candidate, earlier, margin)
+    return found if found is not None and found.settled else None
 
 
 def decided_elsewhere(plan: list[Planned], own: RunSummary, earlier: list[RunSummary],
-                      margin: float = GAIN_THAT_MATTERS) -> tuple[list[Planned], list[Reused]]:
-    """The plan left to measure (ranks renumbered) and the candidates an earlier run of the same
-    pipeline settled. One candidate is always measured here: the rounds need a pair of their
-    own, and the model's pick is never taken from elsewhere (its prediction is judged on this
-    run's rounds)."""
+                      margin: float = GAIN_THAT_MATTERS
+                      ) -> tuple[list[Planned], list[Reused], list[Earlier]]:
+    """The plan left to measure (ranks renumbered), the candidates an earlier run of the same
+    pipeline settled, and those left to measure that an earlier run measured without settling
+    (their rounds there pooled with this run's). One candidate is always measured here: the
+    rounds need a pair of their own, and the model's pick is never taken from elsewhere (its
+    prediction is judged on this run's rounds)."""
     if len(plan) < 2:
-        return plan, []
+        return plan, [], []
     sources = [s for s in earlier if same_pipeline(own, s)]
     keep, reused = [plan[0]], []
     for entry in plan[1:]:
@@ -74,5 +84,8 @@ def decided_elsewhere(plan: list[Planned], own: RunSummary, earlier: list[RunSum
         first = next(p for p in plan[1:] if p.label == reused[0].label)
         keep, reused = [plan[0], first], reused[1:]
     keep = [replace(p, rank=rank) for rank, p in enumerate(keep)]
+    pooled = [Earlier(p.rank, p.label, s.run, replace(c, setting=p.rank))
+              for p in keep[1:] for s in sources
+              if (c := measured_elsewhere(plan[0].settings, p.settings, s, margin)) is not None]
     return keep, [replace(r, comparison=replace(r.comparison, setting=len(keep) + i))
-                  for i, r in enumerate(reused)]
+                  for i, r in enumerate(reused)], pooled

@@ -56,6 +56,15 @@ class MeasuredSetting:
                                         "(None for the own setting)")
     reused_from: str | None = doc("the earlier run whose rounds settled it, not measured "
                                   "again here (None: measured in this run's rounds)", default=None)
+    pooled_with: list[str] = doc("the earlier runs whose rounds of this pair `comparison` pools "
+                                 "with this run's (verify.reuse_from)", default_factory=list)
+    alone: Comparison | None = doc("this run's rounds alone, where `comparison` pools earlier "
+                                   "runs' in (None: it does not)", default=None)
+
+    @property
+    def this_run(self) -> Comparison | None:
+        """Its comparison from this run's rounds alone (a claim pools runs itself)."""
+        return self.alone if self.pooled_with else self.comparison
 
 
 @dataclass(frozen=True)
@@ -143,8 +152,12 @@ def plan(advice: Advice, k: int) -> list[Planned]:
     return out
 
 
-def _measured(verification: Verification, comparisons: dict[int, Comparison]) -> list[MeasuredSetting]:
+def _measured(verification: Verification, comparisons: dict[int, Comparison],
+              alone: dict[int, Comparison]) -> list[MeasuredSetting]:
     rounds = verification.rounds
+    sources: dict[int, list[str]] = {}
+    for e in verification.earlier:
+        sources.setdefault(e.setting, []).append(e.source_run)
     out = []
     for index, entry in enumerate(verification.plan):
         steady = [v.window for v in rounds.kept() if v.setting == index and v.window.step_ms]
@@ -152,7 +165,10 @@ def _measured(verification: Verification, comparisons: dict[int, Comparison]) ->
         out.append(MeasuredSetting(
             entry.label, entry.role, canonical(entry.settings), entry.predicted_ms, mean,
             len(steady), sum(w.steps_counted for w in steady),
-            entry.predicted_ms / mean - 1 if mean else None, comparisons.get(index)))
+            entry.predicted_ms / mean - 1 if mean else None, comparisons.get(index),
+            pooled_with=(pooled := sources.get(index, []) if comparisons.get(index) and
+                         comparisons[index].runs > 1 else []),
+            alone=alone.get(index) if pooled else None))
     # settled by an earlier run's rounds (perfstudy.decide.reuse): its step is not this run's
     out += [MeasuredSetting(r.label, "candidate", canonical(r.settings), r.predicted_ms, None, 0, 0,
                             None, r.comparison, reused_from=r.source_run) for r in verification.reused]
@@ -167,9 +183,11 @@ def verdict(verification: Verification | None, margin: float = GAIN_THAT_MATTERS
     rounds = verification.rounds
     if not any(rounds.series(0)):
         return None
-    comparisons = {c.setting: c for c in compare_all(rounds, margin, 0, LEVEL)}
+    # a pair an earlier run measured too (verify.reuse_from) is read with its rounds there pooled in
+    alone = {c.setting: c for c in compare_all(rounds, margin, 0, LEVEL)}
+    comparisons = {c.setting: c for c in compare_all(rounds, margin, 0, LEVEL, verification.prior())}
     comparisons.update({r.comparison.setting: r.comparison for r in verification.reused})
-    settings = _measured(verification, comparisons)
+    settings = _measured(verification, comparisons, alone)
     faster = [c for c in comparisons.values() if c.outcome == "faster"]
     chosen, outcome = 0, INCONCLUSIVE
     if faster:
@@ -198,6 +216,11 @@ def protocol_words(checked: Checked) -> str:
                  + "; ".join(sorted(set(checked.dropped))))
     if checked.disturbed_kept:
         text += f"; {checked.disturbed_kept} kept although disturbed twice"
+    pooled = [m for m in checked.settings if m.pooled_with]
+    if pooled:
+        text += "; " + "; ".join(
+            f"{m.label} read with {' and '.join(m.pooled_with)}'s rounds of the same pair pooled in "
+            f"(this run's alone: {m.alone.words() if m.alone else 'none'})" for m in pooled)
     reused = [m for m in checked.settings if m.reused_from]
     if reused:
         text += "; " + "; ".join(f"{m.label} not measured again: {m.reused_from}'s rounds settled it "

@@ -38,7 +38,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -51,6 +51,7 @@ from perfstudy.measure.intervals import (
     Outcome,
     RatioInterval,
     outcome,
+    pooled,
     ratio_interval,
     rounds_for,
     rounds_for_precision,
@@ -244,6 +245,8 @@ class Comparison:
     margin: float = doc("the gain that decides (a ratio beyond 1 / (1 + margin) or 1 + margin)")
     rounds_needed: int | None = doc("about how many rounds would decide it, when inconclusive",
                                     default=None)
+    runs: int = doc("the runs whose rounds it pools (2: this run's and an earlier run's of the "
+                    "same pair, verify.reuse_from)", default=1)
 
     @property
     def interval(self) -> RatioInterval | None:
@@ -268,28 +271,44 @@ class Comparison:
         return self.outcome == Outcome.FASTER.value or self.rules_out_gain
 
     def words(self) -> str:
-        """'0.81x (0.74-0.88, 95 %, 6 rounds)'."""
-        return self.interval.words() if self.interval else "not measured in any paired round"
+        """'0.81x (0.74-0.88, 95 %, 6 rounds)'; pooled: '... 6 rounds of 2 runs)'."""
+        if not self.interval:
+            return "not measured in any paired round"
+        text = self.interval.words()
+        return text[:-1] + f" of {self.runs} runs)" if self.runs > 1 and text.endswith("rounds)") else text
+
+
+# Earlier runs' intervals of a setting against this run's reference (the same pair of
+# settings, measured in their own rounds): setting index -> intervals (verify.reuse_from)
+Prior = Mapping[int, Sequence[RatioInterval]]
 
 
 def compare(rounds: Rounds, reference: int, candidate: int, margin: float,
-            level: float = LEVEL) -> Comparison:
-    """The candidate's paired ratio to the reference over the rounds, and its outcome."""
+            level: float = LEVEL, prior: Sequence[RatioInterval] = ()) -> Comparison:
+    """The candidate's paired ratio to the reference over the rounds, and its outcome. With
+    `prior` (earlier runs' intervals of the same pair), once these rounds make an interval of
+    their own it is pooled with theirs (random effects, perfstudy.measure.intervals.pooled):
+    more evidence, the spread between the runs a variance component, never a union."""
     ref, cand = rounds.paired(reference, candidate)
     if not ref:
         return Comparison(candidate, 0, None, None, None, level, Outcome.INCONCLUSIVE.value, margin)
-    found = ratio_interval(ref, cand, level)
+    found, runs = ratio_interval(ref, cand, level), 1
+    earlier = [p for p in prior if p.rounds >= 2 and math.isfinite(p.low)]
+    if earlier and found.rounds >= 2 and math.isfinite(found.low):
+        both = pooled([found, *earlier], level)
+        found, runs = both.interval, both.runs
     decided = outcome(found, margin)
     finite = math.isfinite(found.low)
     return Comparison(candidate, found.rounds, found.ratio, found.low if finite else None,
                       found.high if finite else None, level, decided.value, margin,
-                      None if decided.decided else rounds_for(found, margin, level))
+                      None if decided.decided else rounds_for(found, margin, level), runs)
 
 
 def compare_all(rounds: Rounds, margin: float, reference: int = 0,
-                level: float = LEVEL) -> list[Comparison]:
-    """Every other setting against the reference."""
-    return [compare(rounds, reference, i, margin, level)
+                level: float = LEVEL, prior: Prior | None = None) -> list[Comparison]:
+    """Every other setting against the reference (each pooled with its `prior`, where given)."""
+    prior = prior or {}
+    return [compare(rounds, reference, i, margin, level, prior.get(i, ()))
             for i in range(rounds.settings) if i != reference]
 
 
@@ -310,21 +329,24 @@ def settled_settings(comparisons: list[Comparison], margin: float) -> set[int]:
     return out
 
 
-def race(margin: float, reference: int = 0, level: float = LEVEL) -> Callable[[Rounds], set[int]]:
-    """The verification's race: the settled candidates leave the rounds (settled_settings)."""
-    return lambda rounds: settled_settings(compare_all(rounds, margin, reference, level), margin)
+def race(margin: float, reference: int = 0, level: float = LEVEL,
+         prior: Prior | None = None) -> Callable[[Rounds], set[int]]:
+    """The verification's race: the settled candidates leave the rounds (settled_settings;
+    `prior`: earlier runs' rounds of a pair pooled with these)."""
+    return lambda rounds: settled_settings(compare_all(rounds, margin, reference, level, prior), margin)
 
 
-def all_settled(margin: float, reference: int = 0, level: float = LEVEL) -> Callable[[Rounds], bool]:
+def all_settled(margin: float, reference: int = 0, level: float = LEVEL,
+                prior: Prior | None = None) -> Callable[[Rounds], bool]:
     """The verification's stopping rule: every candidate is settled (settled_settings)."""
     def done(rounds: Rounds) -> bool:
-        comparisons = compare_all(rounds, margin, reference, level)
+        comparisons = compare_all(rounds, margin, reference, level, prior)
         return len(settled_settings(comparisons, margin)) == len(comparisons)
     return done
 
 
-def rounds_to_settle(margin: float, reference: int = 0,
-                     level: float = LEVEL) -> Callable[[Rounds], int | None]:
+def rounds_to_settle(margin: float, reference: int = 0, level: float = LEVEL,
+                     prior: Prior | None = None) -> Callable[[Rounds], int | None]:
     """The rounds that would settle the open comparison that can change the answer: the most
     promising (lowest ratio) of those still open. Read "faster", it becomes the pick and any
     candidate that cannot beat it by the margin leaves; read otherwise, the next most promising
@@ -333,7 +355,7 @@ def rounds_to_settle(margin: float, reference: int = 0,
     candidate near 1.0x, needing many rounds, kept the stretch from deciding another that one
     more round would have (mixed_cost, docs/measurement.md)."""
     def needed(rounds: Rounds) -> int | None:
-        comparisons = compare_all(rounds, margin, reference, level)
+        comparisons = compare_all(rounds, margin, reference, level, prior)
         done = settled_settings(comparisons, margin)
         open_ = [c for c in comparisons if c.setting not in done and c.ratio is not None]
         if not open_:

@@ -22,7 +22,7 @@ def windows_table(arms: list) -> pd.DataFrame:
             comp = m.comparison
             rows.append({
                 "arm": arm.name, "setting": m.label,
-                "role": f"{m.role}, settled by {m.reused_from}'s rounds" if m.reused_from else m.role,
+                "role": _role(m),
                 "kind": operator_kind(advice, m.settings) if advice else "",
                 "predicted (ms)": round(m.predicted_ms),
                 "measured (ms)": "" if m.measured_ms is None else round(m.measured_ms),
@@ -70,3 +70,12 @@ def accuracy_by_kind(arms: list) -> pd.DataFrame:
                     f"within {pct(PREDICTION_TARGET)}":
                         f"{(group['error'] <= PREDICTION_TARGET).sum()} of {len(group)}"})
     return pd.DataFrame(out)
+
+
+def _role(m) -> str:
+    """The row's role, with where its comparison's rounds come from when not this run alone."""
+    if m.reused_from:
+        return f"{m.role}, settled by {m.reused_from}'s rounds"
+    if m.pooled_with:
+        return f"{m.role}, pooled with {' and '.join(m.pooled_with)}'s rounds"
+    return m.role

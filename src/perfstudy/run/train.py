@@ -303,18 +303,21 @@ def _verify(cfg, propose, train_step: TrainStep, source: str, run_dir: Path,
             "budget_share": cfg.verify.budget_share, "stretch_share": cfg.verify.stretch_share,
             "budget_base_min_s": cfg.verify.budget_base_min_s, "skipped": proposal.skipped,
             "model_recommendation": proposal.model_recommendation,
-            "prediction_bound": cfg.verify.prediction_bound, "reused": proposal.reused}
+            "prediction_bound": cfg.verify.prediction_bound, "reused": proposal.reused,
+            "earlier": proposal.earlier}
     if not proposal.plan:
         log.info("no verification: %s", proposal.skipped)
         return Verification(rounds=None, **base)
     found = verify.run_rounds(lambda images, labels: timed_step(train_step, images, labels),
                               source, cfg, proposal.plan, run_seed(cfg) + 3, first_index,
-                              training_wall, own_step_ms)
+                              training_wall, own_step_ms, Verification(rounds=None, **base).prior())
     result = Verification(rounds=found, **base)
     log.info("verification: %d settings in %d rounds (%s, %d past the budget) in %.0f s (%.0f %% "
-             "of the training's %.0f s); %d window(s) measured again; %d settled by earlier runs",
+             "of the training's %.0f s); %d window(s) measured again; %d settled by earlier runs, %d "
+             "pooled with theirs",
              len(proposal.plan), len(found.orders), found.stopped, found.stretched, found.wall_s,
-             100 * result.share_of_training, training_wall, len(found.dropped()), len(proposal.reused))
+             100 * result.share_of_training, training_wall, len(found.dropped()), len(proposal.reused),
+             len(proposal.earlier))
     return result
 
 

@@ -206,13 +206,15 @@ def prediction_bounds(bound: float, plan: list[Planned], own_step_ms: float | No
     return pick, [relative / (1 + bound), relative / (1 - bound)]
 
 
-def _rules(ver, plan: list[Planned], own_step_ms: float | None):
-    """(decided, needed, leaves): every candidate settled against the 10 % band (the race),
-    and where verify.prediction_bound is set, the model pick's ratio on one side of each
-    bound of its prediction (perfstudy.measure.rounds.bounds_target): the pick leaves the race
+def _rules(ver, plan: list[Planned], own_step_ms: float | None, prior: rounds_mod.Prior | None = None):
+    """(decided, needed, leaves): every candidate settled against the 10 % band (the race; a
+    pair an earlier run measured too is read with its rounds there pooled in, `prior`), and
+    where verify.prediction_bound is set, the model pick's ratio on one side of each bound of
+    its prediction (perfstudy.measure.rounds.bounds_target): the pick leaves the race
     only once both let it go."""
-    band = (rounds_mod.all_settled(GAIN_THAT_MATTERS), rounds_mod.rounds_to_settle(GAIN_THAT_MATTERS),
-            rounds_mod.race(GAIN_THAT_MATTERS))
+    band = (rounds_mod.all_settled(GAIN_THAT_MATTERS, prior=prior),
+            rounds_mod.rounds_to_settle(GAIN_THAT_MATTERS, prior=prior),
+            rounds_mod.race(GAIN_THAT_MATTERS, prior=prior))
     found = prediction_bounds(ver.prediction_bound, plan, own_step_ms)
     if found is None:
         return band
@@ -227,14 +229,16 @@ def _rules(ver, plan: list[Planned], own_step_ms: float | None):
 
 
 def run_rounds(step_fn: StepFn, source: str, cfg, plan: list[Planned], base_seed: int,
-               first_index: int, training_wall_s: float, own_step_ms: float | None = None) -> Rounds:
+               first_index: int, training_wall_s: float, own_step_ms: float | None = None,
+               prior: rounds_mod.Prior | None = None) -> Rounds:
     """The verification: every planned setting (plan[0]: the run's own) in interleaved rounds,
     until every candidate is settled against plan[0] and the model pick's prediction is decided
     against verify.prediction_bound where set (`own_step_ms`: the run's own measured step, which
     the prediction is relative to); the budget stretched to verify.stretch_share while the
-    rounds that would settle them fit."""
+    rounds that would settle them fit. `prior`: earlier runs' intervals of a candidate against
+    plan[0] (verify.reuse_from), pooled with these rounds where they are read."""
     ver = cfg.verify
-    decided, needed, leaves = _rules(ver, plan, own_step_ms)
+    decided, needed, leaves = _rules(ver, plan, own_step_ms, prior)
     return measure_rounds(step_fn, source, cfg, plan, base_seed, first_index,
                           budget_s=budget(ver.budget_share, training_wall_s, ver.budget_base_min_s),
                           max_rounds=ver.max_rounds, decided=decided,

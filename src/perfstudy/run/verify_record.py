@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from perfstudy.common.records import doc
+from perfstudy.measure.intervals import RatioInterval
 from perfstudy.measure.rounds import Comparison, Rounds
 from perfstudy.run.settings import Settings
 
@@ -43,6 +44,18 @@ class Reused:
 
 
 @dataclass(frozen=True)
+class Earlier:
+    """A candidate measured here that an earlier run of the same pipeline measured against this
+    run's own setting too, without settling it: its rounds there are pooled with this run's."""
+
+    setting: int = doc("the candidate's index in this run's plan")
+    label: str = doc("the candidate's settings as a user would type them")
+    source_run: str = doc("the run whose rounds measured the pair (its folder name)")
+    comparison: Comparison = doc("the candidate's step over this run's own setting, paired by "
+                                 "round in the source run's rounds")
+
+
+@dataclass(frozen=True)
 class Proposal:
     """What the model proposes to measure (perfstudy.orchestrate.analyze.propose)."""
 
@@ -50,6 +63,7 @@ class Proposal:
     skipped: str | None = None
     model_recommendation: str | None = None
     reused: list[Reused] = field(default_factory=list)  # settled by an earlier run's rounds
+    earlier: list[Earlier] = field(default_factory=list)  # open there: pooled with this run's
 
 
 @dataclass(frozen=True)
@@ -75,10 +89,21 @@ class Verification:
     reused: list[Reused] = doc("planned candidates not measured again: an earlier run's rounds "
                                "settled them against this run's own setting (verify.reuse_from)",
                                default_factory=list)
+    earlier: list[Earlier] = doc("candidates measured here whose pair an earlier run measured "
+                                 "without settling it: its rounds are pooled with this run's "
+                                 "(verify.reuse_from)", default_factory=list)
 
     @property
     def wall_s(self) -> float:
         return self.rounds.wall_s if self.rounds else 0.0
+
+    def prior(self) -> dict[int, list[RatioInterval]]:
+        """The earlier runs' intervals of each candidate measured here, by its index."""
+        out: dict[int, list[RatioInterval]] = {}
+        for e in self.earlier:
+            if e.comparison.interval is not None:
+                out.setdefault(e.setting, []).append(e.comparison.interval)
+        return out
 
     @property
     def share_of_training(self) -> float:

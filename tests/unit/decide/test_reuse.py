@@ -32,7 +32,8 @@ def _plan(*candidates, pick=None):
 
 def test_a_return_to_a_setting_an_earlier_run_settled_is_not_measured_again():
     baseline = _baseline([2600.0, 2650.0, 2580.0, 2620.0, 2610.0])  # 0.65x: decided there
-    plan, reused = decided_elsewhere(_plan(ONE, TWO_MP), make_summary(), [baseline])
+    plan, reused, pooled = decided_elsewhere(_plan(ONE, TWO_MP), make_summary(), [baseline])
+    assert pooled == []  # TWO_MP: the baseline never measured it
     assert [p.settings for p in plan] == [TWO, TWO_MP] and [p.rank for p in plan] == [0, 1]
     assert len(reused) == 1 and reused[0].settings == ONE and reused[0].source_run == "baseline"
     comp = reused[0].comparison  # read from this run's side: one worker is slower
@@ -49,13 +50,14 @@ def test_an_open_pair_a_model_pick_or_another_pipeline_is_measured_here():
     other_data = make_summary(dataset_sha256="0" * 64)
     assert decided_elsewhere(_plan(ONE, TWO_MP), other_data, [decided])[1] == []
     # the only candidate: the rounds need a pair of their own, so it is measured after all
-    plan, reused = decided_elsewhere(_plan(ONE), make_summary(), [decided])
+    plan, reused, pooled = decided_elsewhere(_plan(ONE), make_summary(), [decided])
     assert [p.settings for p in plan] == [TWO, ONE] and reused == []
+    assert [(e.setting, e.source_run) for e in pooled] == [(1, "baseline")]  # its rounds there pooled in
 
 
 def test_the_verdict_reads_the_settled_pair_and_the_claim_counts_it_once():
     baseline = _baseline([2600.0, 2650.0, 2580.0, 2620.0, 2610.0])
-    plan, reused = decided_elsewhere(_plan(ONE, TWO_MP), make_summary(), [baseline])
+    plan, reused, _ = decided_elsewhere(_plan(ONE, TWO_MP), make_summary(), [baseline])
     own = [2600.0, 2700.0, 2550.0, 2650.0]
     ran = make_verification([(p.settings, p.predicted_ms) for p in plan],
                             [own, [v * 1.02 for v in own]])
@@ -79,3 +81,39 @@ def test_the_verdict_reads_the_settled_pair_and_the_claim_counts_it_once():
     found, how = paired_speedup(tuned, base)
     assert found.runs == 1 and found.rounds == 5  # the baseline's rounds alone, not twice
     assert found.value == pytest.approx(1 / 0.65, rel=0.02) and "baseline's verification" in how
+
+
+def _arm(name, summary, checked):
+    rec = SimpleNamespace(verification=checked)
+    return SimpleNamespace(name=name, summary=summary, diagnosis=SimpleNamespace(recommendation=rec))
+
+
+def test_a_pair_left_open_in_both_runs_is_decided_by_their_rounds_pooled():
+    """Three rounds each way read a return to one worker 1.0-1.3x slower, neither interval clear
+    of a 10 % gain; their six rounds pooled rule the gain out, and the tuned arm keeps its
+    setting: "no gain", not "inconclusive". The claim still counts each run's rounds once."""
+    baseline = replace(make_summary(operator_settings=ONE), run="baseline").with_verification(
+        make_verification([(ONE, 4000.0), (TWO, 2600.0)], [[3000.0, 3900.0, 3600.0], [3000.0] * 3]))
+    plan, reused, pooled = decided_elsewhere(_plan(ONE), make_summary(), [baseline])
+    assert reused == [] and [(e.setting, e.source_run) for e in pooled] == [(1, "baseline")]
+    there = pooled[0].comparison
+    assert there.ratio == pytest.approx((1.3 * 1.2) ** (1 / 3), rel=0.01) and not there.settled
+    ran = make_verification([(p.settings, p.predicted_ms) for p in plan],
+                            [[3000.0] * 3, [2850.0, 4050.0, 3450.0]])
+    alone = verify.verdict(ran)
+    assert alone.outcome == "inconclusive" and not alone.settings[1].comparison.settled
+    tuned_ver = replace(ran, earlier=pooled)
+    checked = verify.verdict(tuned_ver)
+    row = checked.settings[1]
+    assert checked.outcome == "no_gain" and row.comparison.rules_out_gain
+    assert row.comparison.runs == 2 and row.comparison.rounds == 6 and row.pooled_with == ["baseline"]
+    assert row.this_run == row.alone == alone.settings[1].comparison  # this run's rounds alone
+    assert "6 rounds of 2 runs" in row.comparison.words()
+    assert "read with baseline's rounds of the same pair pooled in" in verify.protocol_words(checked)
+
+    tuned = _arm("tuned", replace(make_summary(operator_settings=TWO), run="tuned").with_verification(tuned_ver),
+                 checked)
+    base = _arm("baseline", baseline, verify.verdict(baseline.verification))
+    found, how = paired_speedup(tuned, base)
+    assert found.runs == 2 and found.rounds == 6  # each run's 3 rounds, once
+    assert "2 runs' verifications" in how

@@ -270,3 +270,24 @@ def test_the_stretch_follows_the_candidate_that_can_change_the_answer():
     assert by[2].rounds_needed is None  # 0.91x: on the band's edge, no count of rounds decides it
     needed = rounds.rounds_to_settle(0.10)(found)
     assert needed is not None and needed == 4 + by[1].rounds_needed - by[1].rounds
+
+
+def test_an_earlier_runs_rounds_of_the_same_pair_are_pooled_into_the_race():
+    """A prior (an earlier run's interval of the same pair, verify.reuse_from) is pooled with
+    these rounds once they make an interval: the candidate open on either run's rounds alone
+    is settled on both, leaves the race, and the rounds stop; a prior alone decides nothing."""
+    series = {0: [100.0, 100.0, 100.0], 1: [95.0, 135.0, 115.0]}  # 0.95-1.35x: open alone
+    visits = [rounds.Visit(s, r, s, window(series[s][r]), None) for r in range(3) for s in range(2)]
+    found = rounds.Rounds(2, 0, [[0, 1]] * 3, visits, "budget", 1.0, None, 0.10)
+    (alone,) = rounds.compare_all(found, 0.10)
+    assert not alone.settled and alone.runs == 1
+    earlier = rounds.Comparison(1, 3, 1.16, 0.83, 1.62, 0.95, "inconclusive", 0.10)  # open there too
+    prior = {1: [earlier.interval]}
+    (both,) = rounds.compare_all(found, 0.10, prior=prior)
+    assert both.runs == 2 and both.rounds == 6 and both.settled and both.rules_out_gain
+    assert both.low > alone.low and both.high < alone.high  # more evidence, a narrower interval
+    assert rounds.race(0.10, prior=prior)(found) == {1} and rounds.race(0.10)(found) == set()
+    assert rounds.all_settled(0.10, prior=prior)(found) and not rounds.all_settled(0.10)(found)
+    one = rounds.Rounds(2, 0, [[0, 1]], visits[:2], "budget", 1.0, None, 0.10)
+    (first,) = rounds.compare_all(one, 0.10, prior=prior)
+    assert first.runs == 1 and first.rounds == 1 and not first.settled  # no interval here yet
