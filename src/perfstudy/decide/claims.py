@@ -47,8 +47,10 @@ from perfstudy.decide.paired import (
     paired_pick,
     paired_speedup,
     pool,
+    pool_shares,
     prediction_error,
     setting_windows,
+    share_over_rounds,
 )
 from perfstudy.decide.remedy_proof import Remedies, RemedyEvidence
 from perfstudy.decide.whatif import predict
@@ -248,9 +250,9 @@ def _gap_share(claim: Claim, arms: dict[str, Arm], _prepared: Remedies):
     own = Paired(s.gap_share, max(0.0, low), min(1.0, high), found.batches, found.level, basis="batches")
     detail += f" ({found.batches} batches of the window)"
     rounds = [(name, shares) for name, shares in _cycle_shares(arm, arms) if len(shares) >= 2]
-    if not rounds or own.low <= 0:
+    if not rounds:
         return own, detail
-    both = pool([own, *(over_rounds([math.log(g) for g in shares]) for _, shares in rounds)])
+    both = pool_shares([own, *(share_over_rounds(shares) for _, shares in rounds)])
     each = "; ".join(f"{name}'s {len(g)} ({', '.join(pct(x) for x in g)})" for name, g in rounds)
     return replace(both, basis="batches+rounds"), (
         detail + f", pooled with the gap shares of the windows its setting's rounds counted over "

@@ -4,7 +4,8 @@ place of two arms' windows measured minutes apart (docs/report-and-claims.md).""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, replace
 
 from perfstudy.common.thresholds import GAIN_THAT_MATTERS
 from perfstudy.decide.whatif import canonical
@@ -46,6 +47,25 @@ def pool(parts: list[Paired]) -> Paired:
     i = found.interval
     return Paired(i.ratio, i.low, i.high, i.rounds, i.level, parts[0].basis, found.runs,
                   found.between_sd_log)
+
+
+def pool_shares(parts: list[Paired]) -> Paired:
+    """Several sources' estimates of one share (a fraction of time, such as the gap's) as one,
+    pooled like `pool` but on the share's own scale: time adds, so a share is averaged, not its
+    logarithm (a window at 0.3 % beside one at 11 % made a log-scale interval of 0-186 %, and
+    a share near 0 has no log at all). Each part's value, low and high are shares; `pool`
+    reads exp(share) as its ratio, so its log-scale mean is the shares' mean."""
+    mapped = [replace(p, value=math.exp(p.value), low=math.exp(p.low), high=math.exp(p.high)) for p in parts]
+    both = pool(mapped)
+    return replace(both, value=math.log(both.value), low=max(0.0, math.log(both.low)),
+                   high=min(1.0, math.log(both.high)))
+
+
+def share_over_rounds(shares: list[float]) -> Paired:
+    """One run's per-round values of a share (basis "rounds"), with their t interval on the
+    share's own scale."""
+    i = log_interval(shares)  # the t interval of the mean of `shares`, returned as exp()
+    return Paired(math.log(i.ratio), math.log(i.low), math.log(i.high), i.rounds, i.level, basis="rounds")
 
 
 def _only_settings_differ(a, b) -> bool:

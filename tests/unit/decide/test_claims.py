@@ -624,3 +624,18 @@ def test_a_gap_share_pools_the_rounds_windows_counted_over_whole_pipeline_cycles
     assert "baseline's 4 (55 %, 57 %, 56 %, 58 %)" in pooled.detail
     kept_up = scorecard.score(spec, [baseline([0.55, 0.57, 0.56, 0.58], rule="the mean of the steps")]).claims[0]
     assert kept_up.measured_text == alone.measured_text
+
+
+def test_gap_shares_are_pooled_on_their_own_scale_never_their_logarithm():
+    """A window's share near 0 beside rounds' windows at 6-12 % (the tuned arm, 2026-12-07):
+    pooled in logs that read 1.1 % (0.0-185.5 %); a share is a fraction of time, pooled as one."""
+    from perfstudy.decide.paired import Paired, pool_shares, share_over_rounds
+
+    window = Paired(0.001, 0.0, 0.004, 5, 0.95, basis="batches")
+    rounds = share_over_rounds([0.12, 0.06])
+    assert rounds.value == pytest.approx(0.09)
+    both = pool_shares([window, rounds])
+    assert 0.0 <= both.low <= both.value <= both.high <= 1.0
+    assert 0.001 < both.value < 0.09 and both.runs == 2 and both.rounds == 7
+    alike = pool_shares([Paired(0.62, 0.60, 0.64, 5, 0.95), share_over_rounds([0.61, 0.59, 0.65])])
+    assert alike.value == pytest.approx(0.62, abs=0.01) and alike.high - alike.low < 0.06
