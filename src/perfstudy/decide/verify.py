@@ -162,12 +162,13 @@ def _measured(verification: Verification, comparisons: dict[int, Comparison],
     for index, entry in enumerate(verification.plan):
         steady = [v.window for v in rounds.kept() if v.setting == index and v.window.step_ms]
         mean = sum(w.step_ms for w in steady) / len(steady) if steady else None
+        comparison = comparisons.get(index)
+        pooled = comparison is not None and comparison.runs > 1
         out.append(MeasuredSetting(
             entry.label, entry.role, canonical(entry.settings), entry.predicted_ms, mean,
             len(steady), sum(w.steps_counted for w in steady),
-            entry.predicted_ms / mean - 1 if mean else None, comparisons.get(index),
-            pooled_with=(pooled := sources.get(index, []) if comparisons.get(index) and
-                         comparisons[index].runs > 1 else []),
+            entry.predicted_ms / mean - 1 if mean else None, comparison,
+            pooled_with=sources.get(index, []) if pooled else [],
             alone=alone.get(index) if pooled else None))
     # settled by an earlier run's rounds (perfstudy.decide.reuse): its step is not this run's
     out += [MeasuredSetting(r.label, "candidate", canonical(r.settings), r.predicted_ms, None, 0, 0,

@@ -213,8 +213,9 @@ def compose_arm(flow: Workflow, study: str, run: str, claims_file: Path | None =
     overrides = arm_overrides(flow, study, run, claims_file)
     try:
         cfg = compose_run_config(overrides)
-        if cfg.verify.reuse_from and cfg.verify.candidates > 0:  # no rounds: nothing to reuse
-            cfg = compose_run_config([*overrides, *reused_overrides(flow, study, run, cfg)])
+        reused = reused_overrides(flow, study, run, cfg)
+        if reused:
+            cfg = compose_run_config([*overrides, *reused])
     except ConfigError as exc:
         raise ConfigError(f"Study {study!r}, arm {run!r}: {exc}") from None
     given = any(o.lstrip("+~").startswith("trainer.device_target=") for o in overrides)

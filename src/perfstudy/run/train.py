@@ -33,7 +33,7 @@ from perfstudy.run.settings import Workers, operator_settings
 from perfstudy.run.step import LabelForm, TrainStep, check_labels, compile_graphs, timed_step
 from perfstudy.run.summary import Calibration, Resources, RunSummary, write_summary
 from perfstudy.run.training_data import check_factories, dataset_facts, load_data, model_classes, remedy_settings
-from perfstudy.run.verify_record import Proposal, Verification
+from perfstudy.run.verify_record import Proposal, Verification, prior_of
 
 __all__ = ["check_labels", "model_classes", "queue_capacity_batches", "run", "run_seed"]
 
@@ -310,7 +310,7 @@ def _verify(cfg, propose, train_step: TrainStep, source: str, run_dir: Path,
         return Verification(rounds=None, **base)
     found = verify.run_rounds(lambda images, labels: timed_step(train_step, images, labels),
                               source, cfg, proposal.plan, run_seed(cfg) + 3, first_index,
-                              training_wall, own_step_ms, Verification(rounds=None, **base).prior())
+                              training_wall, own_step_ms, prior_of(proposal.earlier))
     result = Verification(rounds=found, **base)
     log.info("verification: %d settings in %d rounds (%s, %d past the budget) in %.0f s (%.0f %% "
              "of the training's %.0f s); %d window(s) measured again; %d settled by earlier runs, %d "

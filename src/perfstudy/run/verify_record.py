@@ -55,6 +55,16 @@ class Earlier:
                                  "round in the source run's rounds")
 
 
+def prior_of(earlier: list[Earlier]) -> dict[int, list[RatioInterval]]:
+    """The earlier runs' intervals of each candidate, by its index in this run's plan (the
+    rounds pool them with this run's: perfstudy.measure.rounds.compare)."""
+    out: dict[int, list[RatioInterval]] = {}
+    for e in earlier:
+        if e.comparison.interval is not None:
+            out.setdefault(e.setting, []).append(e.comparison.interval)
+    return out
+
+
 @dataclass(frozen=True)
 class Proposal:
     """What the model proposes to measure (perfstudy.orchestrate.analyze.propose)."""
@@ -99,11 +109,7 @@ class Verification:
 
     def prior(self) -> dict[int, list[RatioInterval]]:
         """The earlier runs' intervals of each candidate measured here, by its index."""
-        out: dict[int, list[RatioInterval]] = {}
-        for e in self.earlier:
-            if e.comparison.interval is not None:
-                out.setdefault(e.setting, []).append(e.comparison.interval)
-        return out
+        return prior_of(self.earlier)
 
     @property
     def share_of_training(self) -> float:
