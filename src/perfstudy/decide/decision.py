@@ -257,8 +257,9 @@ def _measured_answer(answer: Recommendation, checked: Checked, advice: Advice,
     """The answer the verification's rounds give (perfstudy.decide.verify): the chosen
     setting with its measured ratio and interval; no gain (measured); or inconclusive."""
     own, chosen = checked.own, checked.picked
-    measured = replace(answer, verified=True, verification=checked, verified_now_ms=own.measured_ms,
-                       verified_step_ms=chosen.measured_ms or _from_ratio(own, chosen))
+    now_ms = own.measured_ms or answer.measured_step_ms  # no rounds here: the training's window
+    measured = replace(answer, verified=True, verification=checked, verified_now_ms=now_ms,
+                       verified_step_ms=chosen.measured_ms or _from_ratio(now_ms, chosen))
     if checked.outcome == HELPS:
         return _measured_gain(measured, checked, advice)
     readings = "; ".join(f"{m.label}: step {m.comparison.words()}" for m in checked.settings[1:]
@@ -282,11 +283,11 @@ def _measured_answer(answer: Recommendation, checked: Checked, advice: Advice,
                    sentence=sentence + ".", **kept)
 
 
-def _from_ratio(own, chosen) -> float | None:
+def _from_ratio(now_ms: float | None, chosen) -> float | None:
     """A setting settled by an earlier run's rounds (not measured here): the own setting's step
     here times its paired ratio there."""
     comp = chosen.comparison
-    return own.measured_ms * comp.ratio if own.measured_ms and comp and comp.ratio else None
+    return now_ms * comp.ratio if now_ms and comp and comp.ratio else None
 
 
 def _measured_gain(measured: Recommendation, checked: Checked, advice: Advice) -> Recommendation:

@@ -9,7 +9,12 @@ by the margin, or its gain ruled out), the tuned arm's rounds go to its other ca
 verdict takes the pair from the baseline's rounds, marked so, and the claims do not count it
 twice (perfstudy.decide.paired). A pair left open there is measured again here, and the two
 runs' rounds are pooled (random effects: perfstudy.measure.rounds.compare with a prior): in this
-run's race and stopping rule, in its verdict, and where a claim reads it.
+run's race and stopping rule, in its verdict, and where a claim reads it. Unless it is out of
+reach: open there so far from settled that the rounds this run may add (verify.max_rounds) would
+not settle it either (the seed case's tuned arm: two workers against two workers and two readers,
+1.07x (0.84-1.35) in the baseline's 3 rounds, about 37 rounds to settle, against 12). It is not
+measured again; its answer stays open, with the rounds that would settle it. Where no candidate
+is left, the arm runs no rounds at all.
 """
 
 from __future__ import annotations
@@ -51,41 +56,55 @@ def measured_elsewhere(own: Settings, candidate: Settings, earlier: RunSummary,
     return found if found.ratio is not None and found.low is not None else None
 
 
-def settled_elsewhere(own: Settings, candidate: Settings, earlier: RunSummary,
-                      margin: float = GAIN_THAT_MATTERS) -> Comparison | None:
-    """measured_elsewhere, where the pair is settled read this way round; None otherwise."""
-    found = measured_elsewhere(own, candidate, earlier, margin)
-    return found if found is not None and found.settled else None
+def out_of_reach(found: Comparison, max_rounds: int) -> bool:
+    """An open pair whose rounds so far say that this run's rounds could not settle it: the
+    rounds that would (Student-t at its spread so far: Comparison.rounds_needed, in all) are
+    more than its rounds there plus `max_rounds`, or none would (its estimate on the band's
+    edge). Its answer cannot change here; rounds spent on it are spent for nothing."""
+    if found.settled or found.low is None:
+        return False
+    return found.rounds_needed is None or found.rounds_needed - found.rounds > max_rounds
 
 
 def decided_elsewhere(plan: list[Planned], own: RunSummary, earlier: list[RunSummary],
-                      margin: float = GAIN_THAT_MATTERS
+                      margin: float = GAIN_THAT_MATTERS, max_rounds: int | None = None
                       ) -> tuple[list[Planned], list[Reused], list[Earlier]]:
-    """The plan left to measure (ranks renumbered), the candidates an earlier run of the same
-    pipeline settled, and those left to measure that an earlier run measured without settling
-    (their rounds there pooled with this run's). One candidate is always measured here: the
-    rounds need a pair of their own, and the model's pick is never taken from elsewhere (its
-    prediction is judged on this run's rounds)."""
+    """The plan left to measure (ranks renumbered), the candidates not measured again, and those
+    left to measure that an earlier run measured without settling (their rounds there pooled
+    with this run's). Not measured again: a candidate an earlier run of the same pipeline
+    settled against this run's own setting, and (with `max_rounds`, this run's
+    verify.max_rounds) one it left open out of reach (`out_of_reach`). The model's pick is
+    always measured here (its prediction is judged on this run's rounds). Where every
+    candidate is accounted for, the plan is the own setting alone: no rounds are run, and the
+    verdict reads the earlier runs' (perfstudy.decide.verify.verdict)."""
     if len(plan) < 2:
         return plan, [], []
     sources = [s for s in earlier if same_pipeline(own, s)]
     keep, reused = [plan[0]], []
     for entry in plan[1:]:
-        found = None if entry.is_model_pick else next(
-            ((s, c) for s in sources
-             if (c := settled_elsewhere(plan[0].settings, entry.settings, s, margin)) is not None), None)
+        found = None if entry.is_model_pick else _elsewhere(plan[0].settings, entry.settings,
+                                                            sources, margin, max_rounds)
         if found is None:
             keep.append(entry)
             continue
         source, comparison = found
         reused.append(Reused(entry.label, canonical(entry.settings), entry.predicted_ms,
-                             entry.predicted_binding, entry.is_model_pick, source.run, comparison))
-    if len(keep) < 2:  # nothing left to measure: measure the first reused one after all
-        first = next(p for p in plan[1:] if p.label == reused[0].label)
-        keep, reused = [plan[0], first], reused[1:]
+                             entry.predicted_binding, entry.is_model_pick, source.run, comparison,
+                             settled=comparison.settled))
     keep = [replace(p, rank=rank) for rank, p in enumerate(keep)]
     pooled = [Earlier(p.rank, p.label, s.run, replace(c, setting=p.rank))
               for p in keep[1:] for s in sources
               if (c := measured_elsewhere(plan[0].settings, p.settings, s, margin)) is not None]
     return keep, [replace(r, comparison=replace(r.comparison, setting=len(keep) + i))
                   for i, r in enumerate(reused)], pooled
+
+
+def _elsewhere(own: Settings, candidate: Settings, sources: list[RunSummary], margin: float,
+               max_rounds: int | None) -> tuple[RunSummary, Comparison] | None:
+    """The first earlier run that settled the pair; else, with `max_rounds`, the first whose
+    rounds left it out of reach; else None (measured here)."""
+    measured = [(s, c) for s in sources if (c := measured_elsewhere(own, candidate, s, margin))]
+    settled = next(((s, c) for s, c in measured if c.settled), None)
+    if settled is not None or max_rounds is None:
+        return settled
+    return next(((s, c) for s, c in measured if out_of_reach(c, max_rounds)), None)

@@ -35,6 +35,7 @@ from perfstudy.run.settings import MP, Settings
 from perfstudy.run.verify_record import Planned, Verification
 
 HELPS, NO_GAIN, INCONCLUSIVE = "helps", "no_gain", "inconclusive"
+EARLIER = "earlier"  # no rounds run: earlier runs' rounds settled, or left out of reach, every candidate
 # an inconclusive answer names the rounds that would decide it only when they are this few
 # (4x the default verify.max_rounds); past that, more rounds are not the remedy
 FEW_ROUNDS = 48
@@ -60,6 +61,9 @@ class MeasuredSetting:
                                  "with this run's (verify.reuse_from)", default_factory=list)
     alone: Comparison | None = doc("this run's rounds alone, where `comparison` pools earlier "
                                    "runs' in (None: it does not)", default=None)
+    out_of_reach: bool = doc("not measured again: the earlier run left it open, and more rounds "
+                             "than this run's verify.max_rounds would be needed to settle it",
+                             default=False)
 
     @property
     def this_run(self) -> Comparison | None:
@@ -74,8 +78,8 @@ class Checked:
     outcome: str = doc("helps | no_gain | inconclusive")
     chosen: int = doc("the chosen setting's index (0: the run's own, kept)")
     settings: list[MeasuredSetting] = doc("every planned setting, measured")
-    rounds: int = doc("rounds run")
-    stopped: str = doc("decided | max_rounds | budget")
+    rounds: int = doc("rounds run (0: earlier runs' rounds account for every candidate)")
+    stopped: str = doc("decided | max_rounds | budget | earlier (no rounds run here)")
     margin: float = doc("the gain that matters (the chosen rule's step)")
     level: float = doc("the intervals' coverage")
     dropped: list[str] = doc("why each dropped window was measured again")
@@ -154,13 +158,13 @@ def plan(advice: Advice, k: int) -> list[Planned]:
 
 def _measured(verification: Verification, comparisons: dict[int, Comparison],
               alone: dict[int, Comparison]) -> list[MeasuredSetting]:
-    rounds = verification.rounds
+    kept = verification.rounds.kept() if verification.rounds else []
     sources: dict[int, list[str]] = {}
     for e in verification.earlier:
         sources.setdefault(e.setting, []).append(e.source_run)
     out = []
     for index, entry in enumerate(verification.plan):
-        steady = [v.window for v in rounds.kept() if v.setting == index and v.window.step_ms]
+        steady = [v.window for v in kept if v.setting == index and v.window.step_ms]
         mean = sum(w.step_ms for w in steady) / len(steady) if steady else None
         comparison = comparisons.get(index)
         pooled = comparison is not None and comparison.runs > 1
@@ -170,23 +174,29 @@ def _measured(verification: Verification, comparisons: dict[int, Comparison],
             entry.predicted_ms / mean - 1 if mean else None, comparison,
             pooled_with=sources.get(index, []) if pooled else [],
             alone=alone.get(index) if pooled else None))
-    # settled by an earlier run's rounds (perfstudy.decide.reuse): its step is not this run's
+    # not measured again (perfstudy.decide.reuse): settled, or out of reach, in an earlier
+    # run's rounds; its step is not this run's
     out += [MeasuredSetting(r.label, "candidate", canonical(r.settings), r.predicted_ms, None, 0, 0,
-                            None, r.comparison, reused_from=r.source_run) for r in verification.reused]
+                            None, r.comparison, reused_from=r.source_run, out_of_reach=not r.settled)
+            for r in verification.reused]
     return out
 
 
 def verdict(verification: Verification | None, margin: float = GAIN_THAT_MATTERS) -> Checked | None:
-    """What the rounds decide, or None when they cannot (no rounds, or the run's own setting
-    never steady, so nothing pairs)."""
-    if verification is None or verification.rounds is None or len(verification.plan) < 2:
+    """What the rounds decide, or None when they cannot (nothing measured, or the run's own
+    setting never steady, so nothing pairs). An arm whose every candidate an earlier run's rounds
+    settled or left out of reach runs no rounds (perfstudy.decide.reuse): its verdict is theirs."""
+    if verification is None or len(verification.plan) + len(verification.reused) < 2:
         return None
     rounds = verification.rounds
-    if not any(rounds.series(0)):
+    if rounds is None and not verification.reused:
+        return None
+    if rounds is not None and not any(rounds.series(0)):
         return None
     # a pair an earlier run measured too (verify.reuse_from) is read with its rounds there pooled in
-    alone = {c.setting: c for c in compare_all(rounds, margin, 0, LEVEL)}
-    comparisons = {c.setting: c for c in compare_all(rounds, margin, 0, LEVEL, verification.prior())}
+    alone = {c.setting: c for c in compare_all(rounds, margin, 0, LEVEL)} if rounds else {}
+    comparisons = ({c.setting: c for c in compare_all(rounds, margin, 0, LEVEL, verification.prior())}
+                   if rounds else {})
     comparisons.update({r.comparison.setting: r.comparison for r in verification.reused})
     settings = _measured(verification, comparisons, alone)
     faster = [c for c in comparisons.values() if c.outcome == "faster"]
@@ -199,6 +209,9 @@ def verdict(verification: Verification | None, margin: float = GAIN_THAT_MATTERS
         outcome = HELPS
     elif all(c.rules_out_gain for c in comparisons.values()):
         outcome = NO_GAIN
+    if rounds is None:
+        return Checked(outcome, chosen, settings, 0, EARLIER, margin, LEVEL, [], 0, 0.0, 0.0,
+                       verification.budget_share)
     return Checked(outcome, chosen, settings, len(rounds.orders), rounds.stopped, margin, LEVEL,
                    [v.dropped for v in rounds.dropped()], rounds.disturbed_kept(), rounds.wall_s,
                    verification.share_of_training, verification.budget_share, rounds.stretched)
@@ -207,11 +220,14 @@ def verdict(verification: Verification | None, margin: float = GAIN_THAT_MATTERS
 def protocol_words(checked: Checked) -> str:
     """How the verdict was measured, in words (every verified answer says it)."""
     measured = [m for m in checked.settings if not m.reused_from]
-    text = (f"{checked.rounds} interleaved rounds of {len(measured)} settings (each round "
-            f"every setting once, in a random order, on a fresh pipeline; stopped: "
-            f"{STOPPED_WORDS.get(checked.stopped, checked.stopped)}"
-            + (f", {checked.stretched} of them past the budget, as the rounds needed fit in "
-               "verify.stretch_share" if checked.stretched else "") + ")")
+    if checked.stopped == EARLIER:
+        text = "no rounds run here: earlier runs' rounds account for every candidate"
+    else:
+        text = (f"{checked.rounds} interleaved rounds of {len(measured)} settings (each round "
+                f"every setting once, in a random order, on a fresh pipeline; stopped: "
+                f"{STOPPED_WORDS.get(checked.stopped, checked.stopped)}"
+                + (f", {checked.stretched} of them past the budget, as the rounds needed fit in "
+                   "verify.stretch_share" if checked.stretched else "") + ")")
     if checked.dropped:
         text += (f"; {len(checked.dropped)} window(s) measured again, disturbed by "
                  + "; ".join(sorted(set(checked.dropped))))
@@ -224,12 +240,24 @@ def protocol_words(checked: Checked) -> str:
             f"(this run's alone: {m.alone.words() if m.alone else 'none'})" for m in pooled)
     reused = [m for m in checked.settings if m.reused_from]
     if reused:
-        text += "; " + "; ".join(f"{m.label} not measured again: {m.reused_from}'s rounds settled it "
-                                 f"against this setting, {m.comparison.words()}" for m in reused)
+        text += "; " + "; ".join(_reused_words(m) for m in reused)
     return text
 
 
+def _reused_words(m: MeasuredSetting) -> str:
+    if not m.out_of_reach:
+        return (f"{m.label} not measured again: {m.reused_from}'s rounds settled it against this "
+                f"setting, {m.comparison.words()}")
+    need = m.comparison.rounds_needed
+    return (f"{m.label} not measured again: {m.reused_from}'s rounds left it open, "
+            f"{m.comparison.words()}, and "
+            + (f"about {need} rounds in all would settle it, more than verify.max_rounds adds here"
+               if need else "no number of rounds would settle it (its estimate sits on the band's edge)")
+            + " (out of reach)")
+
+
 STOPPED_WORDS = {"decided": "every candidate settled", "max_rounds": "verify.max_rounds reached",
+                 EARLIER: "earlier runs' rounds settled, or left out of reach, every candidate",
                  "budget": "verify.budget_share spent (and the rounds needed did not fit in "
                            "verify.stretch_share)"}
 

@@ -95,20 +95,23 @@ def diagnose_run(run_dir: str | Path) -> Analysed:
                     joined=joined, kernels=kernels, iterator=iterator_frame, cross=cross)
 
 
-def propose(run_dir: str | Path, k: int, reused: Sequence[str | Path] = ()) -> Proposal:
+def propose(run_dir: str | Path, k: int, reused: Sequence[str | Path] = (),
+            max_rounds: int | None = None) -> Proposal:
     """The verification plan of a trained run (perfstudy.run.verify measures it): the run's own
     setting and the model's best k others, less those the earlier runs' rounds (`reused`: their
-    summary.json, verify.reuse_from) settled (those they measured unsettled: their rounds to pool
-    with this run's); none when the measured window was not steady."""
+    summary.json, verify.reuse_from) settled or, with `max_rounds` (verify.max_rounds), left out
+    of this run's reach (those they measured unsettled within reach: their rounds to pool with
+    this run's); none when the measured window was not steady."""
     analysed = diagnose_run(run_dir)
     found = analysed.diagnosis
     if found.recommendation.action == "not_steady":
         return Proposal([], skipped="the measured window was not steady, so no verdict was "
                         "issued and nothing was verified")
     plan, settled, pooled = decided_elsewhere(verify.plan(found.advisor, k), analysed.summary,
-                                              _earlier(reused))
+                                              _earlier(reused), max_rounds=max_rounds)
     for r in settled:
-        log.info("not measured again: %s, settled by %s's rounds: %s", r.label, r.source_run,
+        log.info("not measured again: %s, %s by %s's rounds: %s", r.label,
+                 "settled" if r.settled else "out of this run's reach", r.source_run,
                  r.comparison.words())
     for e in pooled:
         log.info("measured again, pooled with %s's rounds: %s, %s there", e.source_run, e.label,

@@ -95,7 +95,7 @@ def _train(cfg: DictConfig) -> None:
     from perfstudy.run import train
 
     # the pairs earlier runs' rounds settled are not measured again (verify.reuse_from)
-    propose = functools.partial(propose, reused=list(cfg.paths.reused))
+    propose = functools.partial(propose, reused=list(cfg.paths.reused), max_rounds=cfg.verify.max_rounds)
     # the arm's MLflow run, opened now and fed as the steps happen (None: no tracker to attach to)
     opened = live.open_live(cfg, cfg.paths.run_dir)
     if opened is None:  # the model (decide/) proposes the settings the training then measures

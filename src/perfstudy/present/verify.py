@@ -42,6 +42,10 @@ def cost_lines(arms: list) -> list[str]:
         text = cost_sentence(verification)
         if text:
             lines.append(f"{arm.name}: {text}")
+        elif verification is not None and verification.plan and verification.reused:
+            lines.append(f"{arm.name}: no rounds (0 s): earlier runs' rounds settled, or left out "
+                         f"of this run's reach, every candidate "
+                         f"({', '.join(f'{r.label} in {r.source_run}' for r in verification.reused)}).")
         elif verification is not None and verification.skipped:
             lines.append(f"{arm.name}: not verified: {verification.skipped}.")
     return lines
@@ -75,7 +79,8 @@ def accuracy_by_kind(arms: list) -> pd.DataFrame:
 def _role(m) -> str:
     """The row's role, with where its comparison's rounds come from when not this run alone."""
     if m.reused_from:
-        return f"{m.role}, settled by {m.reused_from}'s rounds"
+        how = "out of reach in" if m.out_of_reach else "settled by"
+        return f"{m.role}, {how} {m.reused_from}'s rounds"
     if m.pooled_with:
         return f"{m.role}, pooled with {' and '.join(m.pooled_with)}'s rounds"
     return m.role

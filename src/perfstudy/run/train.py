@@ -308,6 +308,11 @@ def _verify(cfg, propose, train_step: TrainStep, source: str, run_dir: Path,
     if not proposal.plan:
         log.info("no verification: %s", proposal.skipped)
         return Verification(rounds=None, **base)
+    if len(proposal.plan) < 2:  # every candidate settled, or out of reach, in earlier runs' rounds
+        log.info("no rounds: earlier runs' rounds account for every candidate (%s)",
+                 "; ".join(f"{r.label}: {r.comparison.words()} in {r.source_run}'s"
+                           for r in proposal.reused))
+        return Verification(rounds=None, **base)
     found = verify.run_rounds(lambda images, labels: timed_step(train_step, images, labels),
                               source, cfg, proposal.plan, run_seed(cfg) + 3, first_index,
                               training_wall, own_step_ms, prior_of(proposal.earlier))

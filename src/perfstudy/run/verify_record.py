@@ -31,7 +31,8 @@ class Planned:
 @dataclass(frozen=True)
 class Reused:
     """A planned candidate not measured again: an earlier run's rounds settled it against this
-    run's own setting."""
+    run's own setting, or left it open so far from settled that this run's rounds could not
+    settle it either (out of reach: perfstudy.decide.reuse)."""
 
     label: str = doc("the candidate's settings as a user would type them")
     settings: Settings = doc("its operator settings")
@@ -41,6 +42,8 @@ class Reused:
     source_run: str = doc("the run whose rounds measured it (its folder name)")
     comparison: Comparison = doc("its step over this run's own setting, paired by round in the "
                                  "source run's rounds (setting: its index past this run's plan)")
+    settled: bool = doc("settled there (False: open there, and more rounds than this run's "
+                        "verify.max_rounds would be needed to settle it: out of reach)", default=True)
 
 
 @dataclass(frozen=True)

@@ -49,10 +49,57 @@ def test_an_open_pair_a_model_pick_or_another_pipeline_is_measured_here():
     assert decided_elsewhere(_plan(ONE, TWO_MP, pick=ONE), make_summary(), [decided])[1] == []
     other_data = make_summary(dataset_sha256="0" * 64)
     assert decided_elsewhere(_plan(ONE, TWO_MP), other_data, [decided])[1] == []
-    # the only candidate: the rounds need a pair of their own, so it is measured after all
+    # the only candidate, settled there: no rounds here at all (the verdict reads the baseline's)
     plan, reused, pooled = decided_elsewhere(_plan(ONE), make_summary(), [decided])
-    assert [p.settings for p in plan] == [TWO, ONE] and reused == []
-    assert [(e.setting, e.source_run) for e in pooled] == [(1, "baseline")]  # its rounds there pooled in
+    assert [p.settings for p in plan] == [TWO] and [r.settings for r in reused] == [ONE]
+    assert pooled == [] and reused[0].settled
+
+
+# the baseline's two workers beside its one: 0.98x, but spread so widely (log sd 0.23 over 5
+# rounds) that settling the pair would take about 40 rounds
+WIDE = [3000.0, 5000.0, 3200.0, 4900.0, 4000.0]
+
+
+def test_an_open_pair_out_of_this_runs_reach_is_not_measured_again():
+    """The baseline's rounds left a return to one worker open so far from settled that the 12
+    rounds the tuned arm may run could not settle it either: not measured again, its answer
+    open with the rounds that would settle it. With room for them, it is measured and pooled."""
+    baseline = _baseline(WIDE)
+    plan, reused, pooled = decided_elsewhere(_plan(ONE, TWO_MP), make_summary(), [baseline],
+                                             max_rounds=12)
+    assert [p.settings for p in plan] == [TWO, TWO_MP] and pooled == []
+    (far,) = reused
+    assert far.settings == ONE and not far.settled and far.comparison.outcome == "inconclusive"
+    assert far.comparison.rounds_needed - far.comparison.rounds > 12
+    plan, reused, pooled = decided_elsewhere(_plan(ONE, TWO_MP), make_summary(), [baseline],
+                                             max_rounds=far.comparison.rounds_needed)
+    assert reused == [] and [(e.setting, e.source_run) for e in pooled] == [(1, "baseline")]
+    # without max_rounds (no reach asked), an open pair is always measured here
+    assert decided_elsewhere(_plan(ONE), make_summary(), [baseline])[1] == []
+
+
+def test_an_arm_whose_every_candidate_is_accounted_for_runs_no_rounds_and_reads_the_earlier_ones():
+    baseline = _baseline(WIDE)
+    plan, reused, _ = decided_elsewhere(_plan(ONE), make_summary(), [baseline], max_rounds=12)
+    assert len(plan) == 1 and len(reused) == 1
+    ver = replace(make_verification([(TWO, 2600.0)], [[2600.0, 2650.0, 2580.0]]), plan=plan,
+                  rounds=None, reused=reused)
+    checked = verify.verdict(ver)
+    assert checked.rounds == 0 and checked.stopped == verify.EARLIER and checked.wall_s == 0.0
+    assert checked.outcome == "inconclusive" and checked.chosen == 0
+    row = checked.settings[1]
+    assert row.reused_from == "baseline" and row.out_of_reach and row.comparison.rounds == 5
+    assert checked.open_candidate() is row  # the answer names the rounds that would settle it
+    words = verify.protocol_words(checked)
+    assert words.startswith("no rounds run here")
+    assert f"about {row.comparison.rounds_needed} rounds in all would settle it" in words
+    assert "(out of reach)" in words
+    # settled there instead: the earlier run's answer, with no rounds here either
+    settled_plan, settled, _ = decided_elsewhere(
+        _plan(ONE), make_summary(), [_baseline([2600.0, 2650.0, 2580.0, 2620.0, 2610.0])])
+    checked = verify.verdict(replace(ver, plan=settled_plan, reused=settled))
+    assert checked.outcome == "no_gain" and checked.rounds == 0
+    assert "baseline's rounds settled it" in verify.protocol_words(checked)
 
 
 def test_the_verdict_reads_the_settled_pair_and_the_claim_counts_it_once():

@@ -165,3 +165,28 @@ def test_a_prepared_run_measures_its_source_beside_itself_in_the_same_rounds(smo
     missing = remedy_rounds.run(_stand_in_step({"n": 0}), record, {**manifest, **moved}, cfg, settings,
                                 base_seed=3, first_index=10, training_wall_s=1000.0)
     assert missing.rounds is None and "is not there" in missing.skipped
+
+
+def test_a_plan_of_the_own_setting_alone_runs_no_rounds(tmp_path):
+    """Every candidate settled, or out of reach, in an earlier run's rounds: the training runs
+    no rounds (not one window), and the verification records what answered for them."""
+    from types import SimpleNamespace
+
+    from perfstudy.measure.rounds import Comparison
+    from perfstudy.run import train
+    from perfstudy.run.verify_record import Planned, Proposal, Reused
+
+    cfg = compose_run_config(["size=smoke"])
+    own = Planned("current", 0, {"pipeline.num_parallel_workers": 2}, "2 workers", 100.0, "cpu", True)
+    far = Reused("1 worker", {"pipeline.num_parallel_workers": 1}, 150.0, "pipeline", False, "baseline",
+                 Comparison(1, 3, 1.06, 0.84, 1.35, 0.95, "inconclusive", 0.1, 37), settled=False)
+    asked = []
+
+    def propose(run_dir, k):
+        asked.append(k)
+        return Proposal([own], reused=[far])
+
+    # a train step that is no step: a window measured would fail on it (and on the source)
+    found = train._verify(cfg, propose, SimpleNamespace(), "unused", tmp_path, 0, 60.0, 100.0)
+    assert asked == [cfg.verify.candidates] and found.rounds is None and found.plan == [own]
+    assert found.reused == [far] and found.wall_s == 0.0
