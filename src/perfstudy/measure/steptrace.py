@@ -226,10 +226,18 @@ def buffer_full_points(frame: pd.DataFrame, first_candidate: int) -> tuple[list[
 WAITED_CYCLES = "whole pipeline cycles"
 
 
-def counted_between_waits(drain_rule: str) -> bool:
-    """Whether a window (by its recorded drain_rule) was counted from one waited step to the
-    next: whole cycles of a pipeline that does not keep up (cycle_estimate's first rule)."""
-    return drain_rule.endswith(WAITED_CYCLES)
+# how a window counted between two steps at which a keeping-up pipeline's buffer was full again
+# says so: whole cycles of its fill and drain (cycle_estimate's second rule)
+BUFFER_CYCLES = "whole buffer cycles of a pipeline that keeps up"
+
+
+def counted_over_whole_cycles(drain_rule: str) -> bool:
+    """Whether a window (by its recorded drain_rule) was counted between two regeneration points:
+    from one waited step to the next (a pipeline that does not keep up), or from one full buffer
+    to the next (one that keeps up and cycles). Over whole cycles the pipeline produced exactly
+    what was consumed, so the window's step and its gap share are the pipeline's own; a mean
+    of steps that stopped mid-cycle is not (a fill counted alone reads high, a drain low)."""
+    return drain_rule.endswith((WAITED_CYCLES, BUFFER_CYCLES))
 
 
 def cycle_estimate(frame: pd.DataFrame, first_candidate: int, min_steps: int,
@@ -279,7 +287,7 @@ def cycle_estimate(frame: pd.DataFrame, first_candidate: int, min_steps: int,
         step = (float(frame["start_time_s"].iloc[b]) - float(frame["start_time_s"].iloc[a])) * 1e3 / (b - a)
         return CycleEstimate(step, a - 1, b - 1, f"{b - a} steps between steps {a} and {b}, each the "
                              "first of a run of fast steps after slow ones (the pipeline's buffer "
-                             "full again): whole buffer cycles of a pipeline that keeps up")
+                             f"full again): {BUFFER_CYCLES}")
     # the mean before the last step only where the steps are alike: a drained start's first
     # dozen steps can be the fill alone (1.3-3.2 s, no idle run yet), whose mean reads slow
     alike = float(rows["step_ms"].std(ddof=0)) <= ALIKE_CV * float(rows["step_ms"].mean())

@@ -18,6 +18,7 @@ from perfstudy.decide import claims, scorecard
 from perfstudy.decide.arms import load_arm
 from perfstudy.decide.claims import Claim, ClaimsFile
 from perfstudy.decide.scorecard import read_scorecard
+from perfstudy.measure.steptrace import BUFFER_CYCLES, WAITED_CYCLES
 from perfstudy.present import sentences
 
 SEED_CLAIMS = REPO / "workflow" / "claims" / "seed_case.yaml"
@@ -599,7 +600,6 @@ def test_a_gap_share_pools_the_rounds_windows_counted_over_whole_pipeline_cycles
     from records import make_summary
 
     from perfstudy.measure.rounds import Rounds, Visit, Window
-    from perfstudy.measure.steptrace import WAITED_CYCLES
 
     gaps = [1500.0, 600, 1400, 700, 1300, 800, 1450, 650, 1350, 750] * 2 + [1100.0] * 5
     steps = [2000.0] * len(gaps)
@@ -624,6 +624,32 @@ def test_a_gap_share_pools_the_rounds_windows_counted_over_whole_pipeline_cycles
     assert "baseline's 4 (55 %, 57 %, 56 %, 58 %)" in pooled.detail
     kept_up = scorecard.score(spec, [baseline([0.55, 0.57, 0.56, 0.58], rule="the mean of the steps")]).claims[0]
     assert kept_up.measured_text == alone.measured_text
+    # whole buffer cycles of a pipeline that keeps up are whole cycles too: pooled
+    cycles = scorecard.score(spec, [baseline([0.55, 0.57, 0.56, 0.58],
+                                             rule=f"12 steps between steps 3 and 15: {BUFFER_CYCLES}")]).claims[0]
+    assert cycles.measured_text == pooled.measured_text
+
+
+def test_a_gap_share_pools_every_window_counted_over_whole_cycles_not_only_those_that_waited():
+    """The tuned arm on 2 cores sits on the edge: of its setting's windows some waited (counted
+    between two waits: 12 %, 6 %), some kept up and cycled (counted between two full buffers:
+    3 %, and the baseline's 2 %, 0.3 %). Keeping only the first kind read the share high."""
+    from types import SimpleNamespace
+
+    from perfstudy.decide.claims import _cycle_shares
+    from perfstudy.measure.rounds import Rounds, Visit, Window
+
+    waited, full, mean = (f"x: {WAITED_CYCLES}", f"x: {BUFFER_CYCLES}",
+                          "1 of 12 steps waited: the pipeline keeps up; the mean of the steps, no whole "
+                          "buffer cycle within the window")
+    windows = [(0.119, waited), (0.055, waited), (0.034, full), (0.0, full), (0.2, mean)]
+    visits = [Visit(0, r, 0, Window(1700.0, 20, 12, 30.0, drain_rule=rule, gap_share=g), None)
+              for r, (g, rule) in enumerate(windows)]
+    rounds = Rounds(1, 0, [[0]] * len(visits), visits, "decided", 1.0, None, 0.10)
+    arm = SimpleNamespace(name="tuned", summary=SimpleNamespace(
+        verification=SimpleNamespace(rounds=rounds, plan=[]), operator_settings={}))
+    ((name, shares),) = _cycle_shares(arm, {"tuned": arm})
+    assert name == "tuned" and shares == [0.119, 0.055, 0.034, 0.0]  # a share of 0 counts too
 
 
 def test_gap_shares_are_pooled_on_their_own_scale_never_their_logarithm():
