@@ -260,7 +260,8 @@ def cycle_estimate(frame: pd.DataFrame, first_candidate: int, min_steps: int,
     network, then idles while the network drains it: at cpu_demo 6-9 steps of ~590 ms every
     ~16) has regeneration points too: the first step of each idle run, where its buffer is
     full again (buffer_full_points). Between two of them it produced exactly the batches
-    consumed, so (start of the last - start of the first) / steps between them is its step;
+    consumed, so (start of the last - start of the first) / steps between them is its step,
+    once they are `steady_steps` apart (a keeping-up window's mean is not trusted over fewer);
     a mean of 12 steps from a drained start counts the fill and not the idling, and read the
     two-worker setting 1.6-2.0 s where its whole cycles read 1.5 s. Such a window, and any
     whose steps are not alike (ALIKE_CV: a fill with no idle run yet), waits for a second
@@ -282,7 +283,10 @@ def cycle_estimate(frame: pd.DataFrame, first_candidate: int, min_steps: int,
                              f"{b}, both waited for (gap >= {floor:.0f} ms): {WAITED_CYCLES}")
     keeps_up = len(waited) <= len(rows) / 4
     full, cycles = buffer_full_points(frame, first_candidate) if keeps_up else ([], False)
-    if len(full) >= 2 and full[-1] - full[0] >= min_steps:
+    # whole buffer cycles over steady steps at least: two points a short fill apart (3 slow
+    # steps between idle runs, 2026-12-07) need not hold the same buffer, and 8 such steps read
+    # a two-worker setting 1269 ms, under the CPU floor (1852 ms) no steady state can beat
+    if len(full) >= 2 and full[-1] - full[0] >= max(min_steps, steady):
         a, b = full[0], full[-1]
         step = (float(frame["start_time_s"].iloc[b]) - float(frame["start_time_s"].iloc[a])) * 1e3 / (b - a)
         return CycleEstimate(step, a - 1, b - 1, f"{b - a} steps between steps {a} and {b}, each the "

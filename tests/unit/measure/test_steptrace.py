@@ -181,3 +181,19 @@ def test_an_idle_run_cut_by_one_slow_step_is_no_cycle():
     assert points == [4, 16] and cycles
     assert steptrace.cycle_estimate(_stepped(cut), 1, 4, steady_steps=12).step_ms == pytest.approx(
         sum(cut[4:16]) / 12)
+
+
+def test_buffer_cycles_are_counted_over_steady_steps_at_least():
+    """A baseline round's two-worker window (2026-12-07): after a long fill, an idle run at step
+    19, a fill of only 3 slow steps, an idle run at 27. Counted over those 8 steps it read
+    1269 ms, under the CPU floor of 1852 ms; the other windows of that setting read 1844-1964.
+    Two points a short fill apart need not hold the same buffer: whole cycles are counted over
+    steady_steps (12) at least, so the window goes on (and at its last step says it had none)."""
+    window = [3855.9, 2826.8, 3112.4, 3127.8, 2897.0, 1418.9, 3090.5, 703.1, 1258.3, 3109.0, 2258.5,
+              704.2, 703.4, 896.9, 3116.0, 3156.1, 3248.1, 854.5, 926.6, 720.7, 712.6, 693.9, 728.1,
+              711.2, 1830.9, 1897.3, 2855.8, 710.4, 720.8, 712.8]
+    points, _ = steptrace.buffer_full_points(_stepped(window), 2)
+    assert 19 in points and 27 in points
+    assert steptrace.cycle_estimate(_stepped(window), 1, 4, steady_steps=12).step_ms is None
+    last = steptrace.cycle_estimate(_stepped(window), 1, 4, steady_steps=12, final=True)
+    assert last.step_ms > 1700 and "no whole buffer cycle" in last.rule
