@@ -11,8 +11,9 @@ random order; per candidate, the per-round ratio of its step to the own setting'
 interval (perfstudy.measure.intervals, paired by round), and against a gain that matters
 (GAIN_THAT_MATTERS, 10 %):
 * helps: some candidate is faster by the chosen rule (perfstudy.measure.decision_rules: a gain
-  estimated at 10 % or more, its whole interval beyond 5 %); among those whose ratio is
-  within 10 % of the fastest's, the cheapest (fewest changes, workers, processes) is chosen;
+  estimated at 10 % or more, its whole interval beyond 5 %); among those not decidedly slower
+  than the fastest (the same rule, paired by round against it), the cheapest (fewest changes,
+  workers, processes) is chosen;
 * no gain: every candidate's whole interval is short of a 10 % gain (each is equivalent,
   slower, or faster by less than what matters), or it cannot beat the chosen one by 10 %;
 * inconclusive: otherwise; the setting is kept, and the answer says how many rounds would
@@ -30,7 +31,7 @@ from perfstudy.common.thresholds import GAIN_THAT_MATTERS, pct
 from perfstudy.decide.advisor import Advice, cost, describe_settings
 from perfstudy.decide.whatif import canonical, predict
 from perfstudy.measure.intervals import LEVEL
-from perfstudy.measure.rounds import Comparison, compare_all
+from perfstudy.measure.rounds import Comparison, Rounds, compare, compare_all
 from perfstudy.run.settings import MP, Settings
 from perfstudy.run.verify_record import Planned, Verification
 
@@ -202,8 +203,8 @@ def verdict(verification: Verification | None, margin: float = GAIN_THAT_MATTERS
     faster = [c for c in comparisons.values() if c.outcome == "faster"]
     chosen, outcome = 0, INCONCLUSIVE
     if faster:
-        best = min(c.ratio for c in faster)
-        near = [c for c in faster if c.ratio <= best * (1 + margin)]
+        best = min(faster, key=lambda c: c.ratio)
+        near = [c for c in faster if not _decidedly_slower(rounds, best, c, margin)]
         now = canonical(verification.plan[0].settings)
         chosen = min(near, key=lambda c: (cost(settings[c.setting].settings, now), c.ratio)).setting
         outcome = HELPS
@@ -215,6 +216,22 @@ def verdict(verification: Verification | None, margin: float = GAIN_THAT_MATTERS
     return Checked(outcome, chosen, settings, len(rounds.orders), rounds.stopped, margin, LEVEL,
                    [v.dropped for v in rounds.dropped()], rounds.disturbed_kept(), rounds.wall_s,
                    verification.share_of_training, verification.budget_share, rounds.stretched)
+
+
+def _decidedly_slower(rounds: Rounds | None, best: Comparison, other: Comparison, margin: float) -> bool:
+    """Whether `other` is slower than the fastest `best` by the margin: paired by round where
+    this run's rounds measured both (the decision rule, the same as against the own setting),
+    else by their ratios to the own setting. Two faster candidates 0.65x and 0.72x over 3
+    rounds (the seed case, 2026-12-07) are 1.11x apart as estimates but not decidedly apart
+    paired (the estimates' noise, not their settings): the cheaper change is chosen, where
+    comparing estimates flipped the answer between runs."""
+    if other is best:
+        return False
+    if rounds is not None and other.setting < rounds.settings and best.setting < rounds.settings:
+        between = compare(rounds, best.setting, other.setting, margin, LEVEL)
+        if between.ratio is not None:
+            return between.outcome == "slower"
+    return other.ratio > best.ratio * (1 + margin)
 
 
 def protocol_words(checked: Checked) -> str:

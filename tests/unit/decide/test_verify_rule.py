@@ -72,6 +72,24 @@ def test_among_candidates_near_the_fastest_the_cheapest_wins():
     assert checked.outcome == "helps" and checked.chosen == 2
 
 
+def test_a_faster_candidate_not_decidedly_slower_than_the_fastest_is_near_enough():
+    """The seed case's baseline (2026-12-07): two workers 0.72x, two workers and two readers
+    0.65x, 11 % apart as estimates but not paired by round: the cheaper change is chosen. Where
+    the rounds put the two decidedly apart, the fastest is."""
+    now = [2800.0, 2500.0, 2700.0]
+    two = [2100.0, 1700.0, 2000.0]  # 0.72-0.75x, with the own setting's noise
+    readers = [1700.0, 1750.0, 1650.0]  # 0.61-0.70x
+    plan = [({KEY: 1}, 2700.0), ({KEY: 2}, 1800.0), ({KEY: 2, "pipeline.reader_workers": 2}, 1700.0)]
+    checked = verify.verdict(make_verification(plan, [now, two, readers]))
+    ratios = {m.label: m.comparison.ratio for m in checked.settings[1:]}
+    assert checked.outcome == "helps" and all(m.comparison.outcome == "faster" for m in checked.settings[1:])
+    assert ratios[str(plan[1][0])] > 1.1 * ratios[str(plan[2][0])]  # apart as estimates ...
+    assert checked.chosen == 1  # ... not paired: the cheaper change
+    # readers 0.7x two workers in every round: decidedly faster, paired, so the fastest wins
+    apart = verify.verdict(make_verification(plan, [now, two, [t * 0.7 for t in two]]))
+    assert apart.outcome == "helps" and apart.chosen == 2
+
+
 def test_rounds_where_a_setting_was_not_steady_pair_nothing():
     cand = [600.0, None, 610.0, 590.0, None]
     checked = verify.verdict(make_verification([({KEY: 1}, 900.0), ({KEY: 2}, 600.0)], [NOW, cand]))
