@@ -124,7 +124,7 @@ class LiveRun:
         if not broken and not self._thread.is_alive():
             self._send()
         if self._system is not None:
-            self._system.finish()
+            _finish_system(self._system)
         try:
             self.client.set_terminated(self.run_id, status=status)
         except Exception as exc:  # noqa: BLE001 - the store went away: track_arm ends the run later
@@ -139,6 +139,20 @@ class LiveRun:
         receipt = LiveReceipt(self.run_id, self.uri, status, self._confirmed)
         write_record(self.run_dir / LIVE_FILE, receipt)
         return receipt
+
+
+def _finish_system(monitor) -> None:
+    """Stop MLflow's system-metrics monitor, and log the sample it collected last: its loop
+    collects, waits the interval, then logs, so a run shorter than one interval (an arm whose
+    rounds an earlier run answered, 2026-12-07) would have no system metrics at all."""
+    monitor.finish()
+    try:
+        left = monitor.aggregate_metrics()
+        if left:
+            monitor.publish_metrics(left)
+            monitor.mlflow_logger.flush()
+    except Exception as exc:  # noqa: BLE001 - the store went away: the run's files keep the rest
+        log.warning("the last system-metrics sample was not logged (%s)", type(exc).__name__)
 
 
 def _system_monitor(run_id: str, uri: str, interval_s: float):

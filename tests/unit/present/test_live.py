@@ -157,3 +157,23 @@ def test_the_job_benchmark_becomes_metrics(tmp_path):
     assert found == {"job_wall_s": 52.3, "job_max_rss_mb": 1866.5, "job_max_pss_mb": 1834.9,
                      "job_cpu_time_s": 64.7, "job_mean_load_pct": 122.5}
     assert mlflow_fields.job_metrics(tmp_path / "missing.tsv", 1000) == []
+
+
+def test_a_run_shorter_than_the_system_metrics_interval_still_has_its_system_metrics(tmp_path):
+    """MLflow's monitor collects, waits its interval, then logs: a run that ends within one
+    interval (an arm whose rounds an earlier run answered runs seconds) would log none. Its
+    last sample is logged when the run ends."""
+    import time
+
+    from mlflow.tracking import MlflowClient
+
+    from perfstudy.present.live import _finish_system, _system_monitor
+
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    client = MlflowClient(uri)
+    run = client.create_run(client.create_experiment("short"))
+    monitor = _system_monitor(run.info.run_id, uri, 10.0)
+    time.sleep(0.5)  # well within the 10 s interval: the monitor has logged nothing
+    assert not [k for k in client.get_run(run.info.run_id).data.metrics if k.startswith("system/")]
+    _finish_system(monitor)
+    assert "system/cpu_utilization_percentage" in client.get_run(run.info.run_id).data.metrics
