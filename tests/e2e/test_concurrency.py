@@ -72,8 +72,16 @@ def test_two_studies_share_one_sqlite_store_at_once(tmp_path):
     card = json.loads((folders[0] / "report" / STUDY / "scorecard.json").read_text())
     assert card["history"]["runs"] == 2 and card["history"]["error"] is None
     judged = [c for c in card["claims"] if c["result"] != "not scored"]
-    assert judged and all(c["history"]["runs"] == 2 and " of 2 runs on this machine kind" in c["history"]["text"]
-                          for c in judged)
+    # A claim counts study_b's run where study_b scored it: at smoke size, two studies sharing
+    # 2 cores, a window can be unsteady in one of them (advisor_pick then not scored there).
+    other = json.loads((folders[1] / "report" / STUDY / "scorecard.json").read_text())
+    scored_b = {c["id"] for c in other["claims"] if c["result"] != "not scored"}
+    assert judged and scored_b & {c["id"] for c in judged}
+    for c in judged:
+        runs = 2 if c["id"] in scored_b else 1
+        assert c["history"]["runs"] == runs, (c["id"], c["history"])
+        assert (f" of {runs} runs on this machine kind" if runs == 2 else "the first recorded run") \
+            in c["history"]["text"]
     parent = client.get_run(parents[(folders[0] / "runs" / STUDY / "instance_id").read_text().strip()])
     assert parent.data.tags["perfstudy.machine"] == card["history"]["machine"]
     assert {f"perfstudy.claim_history.{c['id']}" for c in judged} <= set(parent.data.tags)
