@@ -56,6 +56,14 @@ rule all:
 
 
 onstart:
+    # Trainings on this machine: each arm's device must be usable here, refused in one sentence
+    # before any data is built (a cluster's jobs check their own node's device).
+    if not workflow.non_local_exec:
+        from perfstudy.orchestrate.study import device_problem
+
+        problem = device_problem(STUDY, ARM_CONFIGS)
+        if problem:
+            raise WorkflowError(problem)
     # Jobs on cluster nodes log to the tracking store from there: refuse a SQLite file up front.
     if workflow.non_local_exec:
         from perfstudy.present.mlflow_store import cluster_store_problem

@@ -101,9 +101,15 @@ def _dry_snakemake(box: Sandbox, cmd: Command) -> None:
         if cmd.text.startswith("make ") else f"{cmd.text} -n"
     done = box.run(text)
     out = done.stdout + done.stderr
-    if "size=paper" in cmd.text and not device.available("GPU"):
-        assert done.returncode != 0, f"{cmd}: size=paper dry-ran on a CPU-only MindSpore"
-        assert "trainer.device_target=GPU" in out and "add trainer.device_target=CPU" in out, out[-2000:]
+    if "device=gpu" in cmd.text and not device.available("GPU"):
+        # planned like any study (its jobs may run on a cluster's GPU nodes); run as written
+        # here, it stops when it starts, in one sentence, before any data is built
+        assert done.returncode == 0 and DRY_RUN in out, f"{cmd} (as `{text}`) failed:\n{out[-3000:]}"
+        done = box.run(cmd.text)
+        out = done.stdout + done.stderr
+        assert done.returncode != 0, f"{cmd}: device=gpu ran on a CPU-only MindSpore"
+        assert "device=gpu trains on GPU" in out and "add device=cpu to the overrides" in out, out[-2000:]
+        assert not list(box.root.glob("results/data/*/manifest.json")), "data was built"
         return
     assert done.returncode == 0 and DRY_RUN in out, f"{cmd} (as `{text}`) failed:\n{out[-3000:]}"
 

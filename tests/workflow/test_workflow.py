@@ -170,11 +170,11 @@ def test_train_script_refuses_a_bad_choice_in_one_sentence(override, said):
 
 def test_a_device_this_mindspore_cannot_use_is_one_sentence(tmp_path):
     result = subprocess.run([PYTHON, str(REPO / "scripts/train.py"), "size=smoke",
-                             "trainer.device_target=Ascend", f"paths.results={tmp_path}"],
+                             "device=ascend", f"paths.results={tmp_path}"],
                             capture_output=True, text=True, timeout=300)
     assert result.returncode == 2
     last = result.stderr.strip().splitlines()[-1]
-    assert last.startswith("error: trainer.device_target=Ascend is not usable")
+    assert last.startswith("error: device=ascend (Ascend) is not usable") and "use device=cpu" in last
     assert not (tmp_path / "data").exists()  # failed before generating anything
 
 
@@ -402,3 +402,44 @@ def test_the_tuned_arm_trains_after_the_baseline_whose_settled_pairs_it_reuses(t
             flow = Workflow.of({**shipped, "overrides": ["size=smoke"]})
             flow.studies["seed_case"].arms["baseline"].append(bad)
             compose_arm(flow, "seed_case", "baseline")
+
+
+@pytest.mark.parametrize("device, asked", [("gpu", " --gpus=1"), ("ascend", " --gres=npu:1"),
+                                           ("cpu", "")])
+def test_under_slurm_the_train_rule_asks_for_the_devices_accelerator(tmp_path, device, asked):
+    """The device group's request reaches SLURM: the dry run's train job carries it as the
+    executor's resources, which its plugin turns into sbatch's --gpus / --gres. A GPU study is
+    planned from a login node without a GPU: the device is the cluster nodes' to have."""
+    import re
+    from types import SimpleNamespace
+
+    from snakemake_executor_plugin_slurm.utils import set_gres_string
+
+    result = snakemake("-n", "--executor", "slurm", "--jobs", "2", "--cores", "2", "--config",
+                       f"overrides=[size=smoke,device={device}]", "arms=[baseline]",
+                       f"results={tmp_path}/results", workdir=tmp_path)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    block = result.stdout.split("rule train:", 1)[1]
+    line = re.search(r"resources: (.*)", block).group(1)
+    resources = dict(item.split("=", 1) for item in line.split(", "))
+    job = SimpleNamespace(resources={k: int(v) if v.isdigit() else v for k, v in resources.items()
+                                     if k in ("gpu", "gpu_model", "gres")})
+    job.resources = SimpleNamespace(**job.resources, get=job.resources.get)
+    assert set_gres_string(job) == asked
+    assert not (tmp_path / "results" / "runs").exists()
+
+
+def test_a_device_this_machine_lacks_stops_the_study_before_any_data(tmp_path):
+    """device=gpu on a CPU-only MindSpore: `snakemake --cores` (local jobs) refuses in one
+    sentence when it starts, before the data is generated."""
+    from perfstudy.common import device
+
+    if device.available("GPU"):
+        pytest.skip("this MindSpore has a GPU build")
+    result = snakemake("--cores", "2", "--config", "overrides=[size=smoke,device=gpu]",
+                       "arms=[baseline]", f"results={tmp_path}/results", workdir=tmp_path)
+    out = result.stdout + result.stderr
+    assert result.returncode != 0
+    assert ("Study 'seed_case', arm 'baseline': device=gpu trains on GPU, which this MindSpore "
+            "install cannot run") in out and "add device=cpu to the overrides" in out
+    assert not (tmp_path / "results" / "data").exists()

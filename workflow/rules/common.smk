@@ -50,7 +50,10 @@ def study_claims(study):
 try:
     ARMS = run_names(FLOW, STUDY)  # every run: each arm, and its repeats <arm>.r<k>
     # the claims tell an arm's rounds which bounds to decide (a remedy's "5x")
-    ARM_CONFIGS = {arm: compose_arm(FLOW, STUDY, arm, study_claims(STUDY)) for arm in ARMS}
+    # the device is checked when the run starts (onstart, Snakefile): a cluster's jobs train on
+    # its nodes, whose device is theirs to have, not the login node's
+    ARM_CONFIGS = {arm: compose_arm(FLOW, STUDY, arm, study_claims(STUDY), device_here=False)
+                   for arm in ARMS}
 except ConfigError as exc:
     raise WorkflowError(str(exc)) from None
 

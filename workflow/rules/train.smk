@@ -18,8 +18,11 @@ rule train:
     benchmark:
         f"{RESULTS}/benchmarks/train/{{study}}/{{arm}}.tsv"
     threads: workflow.cores
-    resources:
+    resources:  # the device group's request (device=gpu: one GPU; on SLURM --gpus / --gres)
         mem_mb=3000,
+        gpu=lambda w: ARM_CONFIGS[w.arm].device.slurm_gpus,
+        gpu_model=lambda w: ARM_CONFIGS[w.arm].device.slurm_gpu_model,
+        gres=lambda w: ARM_CONFIGS[w.arm].device.slurm_gres,
     conda:
         "../envs/perfstudy.yaml"
     shell:  # Hydra's app on the config compose_config resolved: its folder is the run folder

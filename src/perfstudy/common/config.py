@@ -63,8 +63,36 @@ def _one_sentence(exc: BaseException) -> str:
     return f"The configuration could not be composed: {reason.rstrip('.')}."
 
 
+# device.name -> the device_target it trains on; the op profiler's activities a device has
+DEVICE_TARGETS = {"cpu": "CPU", "gpu": "GPU", "ascend": "Ascend"}
+DEVICE_ACTIVITIES = {"cpu": {"CPU"}, "gpu": {"CPU", "GPU"}, "ascend": {"CPU", "NPU"}}
+SYSTEM_METRICS = {"gpu"}
+# the key the device group replaced (a config.yaml written before it is read with it moved)
+OLD_DEVICE_KEY = "trainer.device_target"
+
+
+def _validate_device(device) -> None:
+    """The device group's fields hold together: its target is its name's, its profiler asks
+    only for activities that device has, its metric sources are known."""
+    name = str(device.name)
+    if str(device.target) != DEVICE_TARGETS[name]:
+        raise ConfigError(f"device.target is {device.target} but device is {name} "
+                          f"({DEVICE_TARGETS[name]}); choose the device with device=cpu|gpu|ascend, "
+                          "not its target alone.")
+    wrong = [a for a in device.profiler_activities if a not in DEVICE_ACTIVITIES[name]]
+    if wrong or "CPU" not in device.profiler_activities:
+        raise ConfigError(f"device.profiler_activities is {list(device.profiler_activities)}; on "
+                          f"{name} use CPU and any of {sorted(DEVICE_ACTIVITIES[name] - {'CPU'})}.")
+    unknown = [m for m in device.system_metrics if m not in SYSTEM_METRICS]
+    if unknown:
+        raise ConfigError(f"device.system_metrics has {unknown}; use [] or [gpu].")
+    if device.slurm_gpus < 0:
+        raise ConfigError(f"device.slurm_gpus is {device.slurm_gpus}; use 0 or more.")
+
+
 def validate(cfg: DictConfig) -> None:
     """Check value ranges that types alone cannot express; raise ConfigError."""
+    _validate_device(cfg.device)
     for key in _POSITIVE:
         value = OmegaConf.select(cfg, key)
         if value is None or value <= 0:
@@ -240,6 +268,13 @@ def compose_run_config(overrides: list[str] | tuple[str, ...] = (), *,
     reports (unknown key, wrong type, unknown option of a group).
     """
     register_schema()
+    for override in overrides:
+        if override.lstrip("+~").startswith(OLD_DEVICE_KEY + "="):
+            value = override.split("=", 1)[1]
+            name = next((n for n, t in DEVICE_TARGETS.items() if t.lower() == value.lower()), "gpu")
+            raise ConfigError(f"{override} is no longer a key: the device is chosen with the device "
+                              f"group, which sets its target, profiler, precision and SLURM request "
+                              f"together; use device={name} (cpu | gpu | ascend).")
     try:
         with initialize_config_dir(config_dir=str(config_dir), version_base="1.3"):
             cfg = compose(config_name="config", overrides=open_overrides(overrides))
@@ -262,13 +297,27 @@ def checked(cfg: DictConfig) -> DictConfig:
     return typed
 
 
+def _moved_device(cfg: DictConfig) -> DictConfig:
+    """A config.yaml written before the device group (trainer.device_target) read as one of
+    the group's devices, so earlier runs' records still load."""
+    target = OmegaConf.select(cfg, OLD_DEVICE_KEY)
+    if target is None:
+        return cfg
+    del cfg.trainer["device_target"]
+    name = next((n for n, t in DEVICE_TARGETS.items() if t == target), "cpu")
+    if OmegaConf.select(cfg, "device") is None:
+        cfg.device = {"name": name, "target": target,
+                      "profiler_activities": sorted(DEVICE_ACTIVITIES[name])}
+    return cfg
+
+
 def load_run_config(path: str | Path) -> DictConfig:
     """Load a resolved config.yaml written by compose, re-checking it against the schema."""
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"Run config {path} does not exist; run the compose_config rule first.")
     try:
-        cfg = OmegaConf.merge(OmegaConf.structured(RunConfig), OmegaConf.load(path))
+        cfg = OmegaConf.merge(OmegaConf.structured(RunConfig), _moved_device(OmegaConf.load(path)))
     except OmegaConfBaseException as exc:
         raise ConfigError(_one_sentence(exc)) from None
     validate(cfg)

@@ -19,6 +19,12 @@ class DeviceTarget(StrEnum):
     Ascend = "Ascend"
 
 
+class DeviceName(StrEnum):
+    cpu = "cpu"
+    gpu = "gpu"
+    ascend = "ascend"
+
+
 class Mode(StrEnum):
     graph = "graph"
     pynative = "pynative"
@@ -189,11 +195,32 @@ class OptimizerConfig:
 
 
 @dataclass
+class DeviceConfig:
+    """Where the network trains, and everything that follows from it, set together by one
+    choice of the `device` group (conf/device/<name>.yaml): a run never pairs a GPU's
+    device_target with a CPU profiler, or a GPU job with a SLURM request for none."""
+
+    name: DeviceName = DeviceName.cpu
+    target: DeviceTarget = DeviceTarget.CPU  # MindSpore's device_target (mindspore.set_device)
+    # The op profiler's activities (members of mindspore.profiler.ProfilerActivity): CPU is the
+    # host's ops; GPU the CUDA kernels; NPU the Ascend tasks (the device's own timeline)
+    profiler_activities: list[str] = field(default_factory=lambda: ["CPU"])
+    # System metrics besides the host's CPU, memory, disk and network, which MLflow's monitor
+    # samples always: "gpu" (NVIDIA, through nvidia-ml-py; a run says where it is missing)
+    system_metrics: list[str] = field(default_factory=list)
+    # What a training job asks SLURM for (workflow/profiles/slurm): GPUs and their model (the
+    # executor's `gpu` and `gpu_model` resources: --gpus=[model:]N; 0: none), or a generic
+    # resource (`gres`, e.g. npu:1 where a cluster schedules Ascend devices so; "": none)
+    slurm_gpus: int = 0
+    slurm_gpu_model: str = ""
+    slurm_gres: str = ""
+
+
+@dataclass
 class TrainerConfig:
     """How long to train and which steps the timing summary leaves out."""
 
     steps: int = 30
-    device_target: DeviceTarget = DeviceTarget.CPU
     mode: Mode = Mode.graph
     seed: int = 1
     # Compile the graphs on a synthetic batch before the pipeline starts, so its queues do
@@ -379,6 +406,7 @@ class RunConfig:
     pipeline: PipelineConfig = field(default_factory=PipelineConfig)
     loss: LossConfig = field(default_factory=LossConfig)
     optimizer: OptimizerConfig = field(default_factory=OptimizerConfig)
+    device: DeviceConfig = field(default_factory=DeviceConfig)
     trainer: TrainerConfig = field(default_factory=TrainerConfig)
     profiler: ProfilerConfig = field(default_factory=ProfilerConfig)
     tracking: TrackingConfig = field(default_factory=TrackingConfig)

@@ -1,7 +1,7 @@
 """Whether this machine's MindSpore can run a configured device, asked before any work.
 
-size=paper trains on an accelerator (the article's); on a CPU-only install the DAG refuses at
-parse time, in one sentence, instead of after minutes of data generation."""
+device=gpu or device=ascend trains on an accelerator (the article's kind); on a CPU-only install
+the DAG refuses at parse time, in one sentence, before any data is built."""
 
 from __future__ import annotations
 
@@ -23,15 +23,16 @@ def available(target: str) -> bool:
         return bool(hal.is_available(target))
 
 
-def check(target: str, where: str, set_by: str | None = None) -> None:
-    """ConfigError in one sentence when `target` cannot run here (`where`: the arm or run)."""
+def check(name: str, target: str, where: str, set_by: str | None = None) -> None:
+    """ConfigError in one sentence when device `name` (its MindSpore `target`) cannot run here
+    (`where`: the arm or run; `set_by`: what chose it, where not the user's overrides)."""
     if available(target):
         return
     origin = f" (set by {set_by})" if set_by else ""
     raise ConfigError(
-        f"{where}: trainer.device_target={target}{origin} is not available in this MindSpore "
-        f"install (its build has no {target}); add trainer.device_target=CPU to the overrides "
-        f"to run on the CPU, or install MindSpore's {target} build on a machine with the device.")
+        f"{where}: device={name}{origin} trains on {target}, which this MindSpore install cannot "
+        f"run (its build has no {target}); add device=cpu to the overrides to run on the CPU, or "
+        f"install MindSpore's {target} build on a machine with the device.")
 
 
 @contextlib.contextmanager

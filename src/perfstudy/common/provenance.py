@@ -11,6 +11,8 @@ import sys
 from importlib import metadata
 from pathlib import Path
 
+from perfstudy.common import accelerator
+
 REPO_ROOT = Path(__file__).resolve().parents[3]
 KEY_PACKAGES = ("mindspore", "snakemake", "mlflow", "pandas", "hydra-core", "numpy", "pillow")
 
@@ -104,12 +106,12 @@ def memory_gib() -> float | None:
     return round(int(total.split()[0]) / 2**20, 1) if total else None
 
 
-def full_environment() -> dict[str, object]:
+def full_environment(device_target: str = "CPU") -> dict[str, object]:
     """environment.json of a run: the short facts plus every package, MindSpore's build,
     the CPU's SIMD flags, memory and the interpreter (an artifact of every MLflow run)."""
     uname = platform.uname()
     return {
-        **environment(),
+        **environment(device_target),
         "mindspore_build": mindspore_build(),
         "python_implementation": platform.python_implementation(),
         "python_executable": sys.executable,
@@ -133,8 +135,10 @@ def scheduler() -> dict[str, object] | None:
             "cpus_on_node": os.environ.get("SLURM_CPUS_ON_NODE")}
 
 
-def environment() -> dict[str, object]:
-    """Machine and software facts recorded with every run (summary.json)."""
+def environment(device_target: str = "CPU") -> dict[str, object]:
+    """Machine and software facts recorded with every run (summary.json); `device`: the
+    accelerator's model, count, driver and runtime (perfstudy.common.accelerator; every
+    field named and empty on the CPU)."""
     versions = {}
     for name in KEY_PACKAGES:
         try:
@@ -152,4 +156,5 @@ def environment() -> dict[str, object]:
         "packages": versions,
         # oneDNN's ISA cap changes CPU kernel speed ~100x on some Intel machines (README).
         "onednn_max_cpu_isa": os.environ.get("ONEDNN_MAX_CPU_ISA"),
+        "device": accelerator.as_dict(accelerator.facts(device_target)),
     }

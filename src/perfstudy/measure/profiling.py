@@ -121,8 +121,12 @@ class RunProfiler:
     around each step, end_training() right after the loop, finish() when timing is over.
     """
 
-    def __init__(self, prof_cfg, profile_dir: str | Path, steps: int, warmup_steps: int) -> None:
+    def __init__(self, prof_cfg, profile_dir: str | Path, steps: int, warmup_steps: int,
+                 activities: tuple[str, ...] = ("CPU",)) -> None:
         self.cfg = prof_cfg
+        # the op profiler's activities, from the device group (device.profiler_activities):
+        # the host's ops, and on an accelerator its own timeline (GPU kernels, NPU tasks)
+        self.activities = tuple(activities)
         self.dir = Path(profile_dir)
         self.window = profile_window(prof_cfg, steps, warmup_steps)
         self._manager = None
@@ -163,7 +167,8 @@ class RunProfiler:
         from mindspore.profiler import ProfilerActivity, profile, tensorboard_trace_handler
 
         # analysed synchronously when it stops (end_training: after the loop, before timing ends)
-        return profile(activities=[ProfilerActivity.CPU], start_profile=False,
+        return profile(activities=[getattr(ProfilerActivity, name) for name in self.activities],
+                       start_profile=False,
                        on_trace_ready=tensorboard_trace_handler(dir_name=str(self.dir / OPS_DIR),
                                                                 analyse_flag=True, async_mode=False))
 

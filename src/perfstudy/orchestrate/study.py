@@ -207,9 +207,12 @@ def reused_overrides(flow: Workflow, study: str, run: str, cfg: DictConfig) -> l
     return [f"paths.reused={json.dumps(paths)}"] if paths else []
 
 
-def compose_arm(flow: Workflow, study: str, run: str, claims_file: Path | None = None) -> DictConfig:
+def compose_arm(flow: Workflow, study: str, run: str, claims_file: Path | None = None,
+                device_here: bool = True) -> DictConfig:
     """A run's (an arm's, or one repeat of it) fully resolved, validated config, with the runs it
-    may reuse (paths.reused: reused_overrides)."""
+    may reuse (paths.reused: reused_overrides). `device_here`: its training runs on this machine,
+    so its device must be usable here (a cluster executor's jobs run on other nodes: a GPU
+    study is started from a login node without one, and each job checks its own device)."""
     overrides = arm_overrides(flow, study, run, claims_file)
     try:
         cfg = compose_run_config(overrides)
@@ -218,10 +221,22 @@ def compose_arm(flow: Workflow, study: str, run: str, claims_file: Path | None =
             cfg = compose_run_config([*overrides, *reused])
     except ConfigError as exc:
         raise ConfigError(f"Study {study!r}, arm {run!r}: {exc}") from None
-    given = any(o.lstrip("+~").startswith("trainer.device_target=") for o in overrides)
-    device.check(cfg.trainer.device_target, f"Study {study!r}, arm {run!r}",
-                 None if given else f"the config files at size={cfg.size}")
+    given = any(o.lstrip("+~").startswith("device=") for o in overrides)
+    if device_here:
+        device.check(str(cfg.device.name), str(cfg.device.target), f"Study {study!r}, arm {run!r}",
+                     None if given else "the config files")
     return cfg
+
+
+def device_problem(study: str, configs: dict[str, DictConfig]) -> str | None:
+    """The first arm whose device this machine cannot run, in one sentence (None: all can)."""
+    for run, cfg in configs.items():
+        try:
+            device.check(str(cfg.device.name), str(cfg.device.target),
+                         f"Study {study!r}, arm {run!r}")
+        except ConfigError as exc:
+            return str(exc)
+    return None
 
 
 def manifest_path(cfg: DictConfig) -> Path:

@@ -64,7 +64,8 @@ class LiveRun:
     """One arm's run, fed by the training loop (`on_step`) without ever blocking it."""
 
     def __init__(self, client, run_id: str, uri: str, run_dir: Path, batch_size: int,
-                 interval_s: float, system_interval_s: float) -> None:
+                 interval_s: float, system_interval_s: float,
+                 device_metrics: tuple[str, ...] = ()) -> None:
         self.client, self.run_id, self.uri, self.run_dir = client, run_id, uri, run_dir
         self.batch_size, self.interval_s = batch_size, interval_s
         self._pending: list[steptrace.StepTimes] = []
@@ -75,7 +76,7 @@ class LiveRun:
         self._end_lock = threading.Lock()
         self._receipt: LiveReceipt | None = None
         self._thread = threading.Thread(target=self._pump, name="perfstudy-live", daemon=True)
-        self._system = _system_monitor(run_id, uri, system_interval_s)
+        self._system = _system_monitor(run_id, uri, system_interval_s, device_metrics)
         self._write("RUNNING")
         self._thread.start()
 
@@ -155,13 +156,27 @@ def _finish_system(monitor) -> None:
         log.warning("the last system-metrics sample was not logged (%s)", type(exc).__name__)
 
 
-def _system_monitor(run_id: str, uri: str, interval_s: float):
-    """MLflow's system-metrics monitor on the run (None, with a warning, if it cannot start)."""
+def device_monitors_missing(monitor, wanted: tuple[str, ...]) -> list[str]:
+    """The device metric sources the device group asks for (device.system_metrics) that
+    MLflow's monitor did not start: its GPU monitor starts only where nvidia-ml-py imports and
+    an NVIDIA driver answers."""
+    kinds = {type(m).__name__ for m in getattr(monitor, "monitors", [])}
+    return [w for w in wanted if w == "gpu" and not kinds & {"GPUMonitor", "ROCMMonitor"}]
+
+
+def _system_monitor(run_id: str, uri: str, interval_s: float, wanted: tuple[str, ...] = ()):
+    """MLflow's system-metrics monitor on the run (None, with a warning, if it cannot start);
+    a warning too where a device source the device group asks for did not start."""
     try:
         from mlflow.system_metrics.system_metrics_monitor import SystemMetricsMonitor
 
         monitor = SystemMetricsMonitor(run_id, sampling_interval=interval_s,
                                        samples_before_logging=1, tracking_uri=uri)
+        missing = device_monitors_missing(monitor, wanted)
+        if missing:
+            log.warning("MLflow system metrics have no %s for this run: install nvidia-ml-py "
+                        "(pip install nvidia-ml-py) on a machine whose NVIDIA driver answers",
+                        ", ".join(missing).upper())
         monitor.start()
         return monitor
     except Exception as exc:  # noqa: BLE001 - psutil missing or the store refused: train anyway
@@ -190,7 +205,8 @@ def open_live(cfg, run_dir: str | Path) -> LiveRun | None:
         log.warning("no live MLflow run (%s); track_arm logs this arm after its training", exc)
         return None
     live = LiveRun(client, run_id, ids.tracking_uri, run_dir, cfg.pipeline.batch_size,
-                   cfg.tracking.live_interval_s, cfg.tracking.system_metrics_interval_s)
+                   cfg.tracking.live_interval_s, cfg.tracking.system_metrics_interval_s,
+                   tuple(cfg.device.system_metrics))
     log.info("live MLflow run %s opened (%s)", run_id,
              mlflow_store.ui_hint(ids.tracking_uri, ids.experiment_id))
     return live

@@ -47,17 +47,18 @@ class DeviceError(RuntimeError):
 
 
 def _setup_mindspore(cfg) -> None:
+    target = str(cfg.device.target)
     try:  # set_device may accept an accelerator and fail only at its first op: try one
-        if ms.get_context("device_target") != cfg.trainer.device_target:  # once kernels ran it refuses
-            ms.set_device(cfg.trainer.device_target)  # even the device it has (a second run in a process)
-        if cfg.trainer.device_target != "CPU":
+        if ms.get_context("device_target") != target:  # once kernels ran it refuses
+            ms.set_device(target)  # even the device it has (a second run in a process)
+        if target != "CPU":
             (ms.Tensor(np.ones(1, np.float32)) + 1).asnumpy()  # eager, before graph mode
     except RuntimeError as exc:
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise DeviceError(
-            f"trainer.device_target={cfg.trainer.device_target} is not usable with this MindSpore "
-            f"install ({reason.split('. ')[0].rstrip('.')}); use trainer.device_target=CPU or "
-            f"install MindSpore's {cfg.trainer.device_target} build.") from None
+            f"device={cfg.device.name} ({target}) is not usable with this MindSpore install "
+            f"({reason.split('. ')[0].rstrip('.')}); use device=cpu or install MindSpore's "
+            f"{target} build.") from None
     ms.set_context(mode=ms.GRAPH_MODE if cfg.trainer.mode == "graph" else ms.PYNATIVE_MODE)
     ms.set_seed(run_seed(cfg))
 
@@ -183,7 +184,7 @@ def measure(cfg, train_step: TrainStep, source: str, run_dir: Path,
         seed: cfg.trainer.steps + surplus, seed + 1: cfg.trainer.calibration_batches + 1,
         seed + 2: extra_steps(cfg.profiler) + surplus})
     profiler = RunProfiler(cfg.profiler, run_dir / "profile", cfg.trainer.steps,
-                           cfg.trainer.warmup_steps)
+                           cfg.trainer.warmup_steps, tuple(cfg.device.profiler_activities))
     inline = cfg.profiler.placement == "inline"
     if inline:
         profiler.begin()  # dataset profiling must be initialised before the pipeline is launched
@@ -286,8 +287,8 @@ def summarise(cfg, frame: pd.DataFrame, drain_rule: str, measured: Measured, con
         "config_hash": config_mod.config_hash(cfg), "dataset_sha256": manifest["dataset_sha256"],
         "dataset": dataset_facts(cfg, manifest), **git_state(),
         "mindspore_version": ms.__version__, "mindspore_commit": mindspore_build()["commit"],
-        "device_target": cfg.trainer.device_target, "mode": cfg.trainer.mode,
-        "environment": environment(), "profile": profile_meta, "autotune": measured.autotune,
+        "device_target": str(cfg.device.target), "mode": cfg.trainer.mode,
+        "environment": environment(str(cfg.device.target)), "profile": profile_meta, "autotune": measured.autotune,
         "profiled_window": profiled, "run_wall_s": time.time() - context.started,
         "started_at": datetime.fromtimestamp(context.started, UTC).isoformat(timespec="seconds")}
     # typed through the reader's own path: a field missing or misnamed here fails at once
@@ -372,7 +373,7 @@ def run(cfg, manifest_path: str | Path | None = None,
     context = Resolved(workers, manifest, train_step.num_classes, compile_s, started,
                        train_step.head_outputs, train_step.labels)
     summary = summarise(cfg, frame, drain_rule, measured, context, calibration, profile_meta)
-    write_json(run_dir / "environment.json", full_environment())
+    write_json(run_dir / "environment.json", full_environment(str(cfg.device.target)))
     write_csv(run_dir / "steps.csv", frame)
     write_summary(run_dir, summary)
     summary = measure_in_rounds(cfg, summary, RoundsContext(train_step, source, manifest, run_dir,

@@ -1,6 +1,7 @@
 """Every experiment and size composes; bad keys, types and values fail with one sentence."""
 
 import pytest
+from omegaconf import OmegaConf
 
 from perfstudy.common.config import (
     CONF_DIR,
@@ -8,6 +9,7 @@ from perfstudy.common.config import (
     compose_run_config,
     config_hash,
     flatten,
+    load_run_config,
     to_container,
 )
 
@@ -43,7 +45,7 @@ def test_default_is_cpu_demo_and_the_article_arms_differ_only_in_workers():
 def test_paper_size_is_the_articles_setting():
     cfg = compose_run_config(["size=paper"])
     assert (cfg.pipeline.image_size, cfg.pipeline.batch_size) == (224, 32)
-    assert cfg.trainer.device_target in ("GPU", "Ascend")
+    assert cfg.device.target == "CPU"  # the size no longer picks a device: the device group does
 
 
 @pytest.mark.parametrize("override, fragment", [
@@ -178,7 +180,7 @@ def test_the_autotune_arm_runs_without_dataset_profiling():
 
 
 def test_an_accelerator_this_install_lacks_is_refused_at_composition_in_one_sentence():
-    """size=paper trains on a GPU: on a CPU-only MindSpore the DAG refuses before any data is
+    """device=gpu trains on a GPU: on a CPU-only MindSpore the DAG refuses before any data is
     built; the override the sentence names makes it run."""
     from perfstudy.common import device
     from perfstudy.orchestrate.study import compose_arm
@@ -187,16 +189,59 @@ def test_an_accelerator_this_install_lacks_is_refused_at_composition_in_one_sent
     if device.available("GPU"):
         pytest.skip("this MindSpore has a GPU build")
     assert device.available("CPU")
-    flow = {"study": "s", "results": "r", "overrides": ["size=paper"],
+    flow = {"study": "s", "results": "r", "overrides": ["size=paper", "device=gpu"],
             "studies": {"s": {"arms": {"baseline": ["experiment=baseline"]}}}}
     with pytest.raises(ConfigError) as error:
         compose_arm(Workflow.of(flow), "s", "baseline")
     sentence = str(error.value)
     assert "\n" not in sentence and sentence.startswith("Study 's', arm 'baseline': ")
-    assert "trainer.device_target=GPU (set by the config files at size=paper)" in sentence
-    assert "add trainer.device_target=CPU to the overrides" in sentence
-    flow["overrides"].append("trainer.device_target=CPU")
-    assert compose_arm(Workflow.of(flow), "s", "baseline").trainer.device_target == "CPU"
-    flow["overrides"][-1] = "trainer.device_target=Ascend"
-    with pytest.raises(ConfigError, match=r"device_target=Ascend is not available"):
+    assert "device=gpu trains on GPU, which this MindSpore install cannot run" in sentence
+    assert "add device=cpu to the overrides" in sentence
+    flow["overrides"][-1] = "device=cpu"
+    assert compose_arm(Workflow.of(flow), "s", "baseline").device.target == "CPU"
+    flow["overrides"][-1] = "device=ascend"
+    with pytest.raises(ConfigError, match=r"device=ascend trains on Ascend, which this MindSpore"):
         compose_arm(Workflow.of(flow), "s", "baseline")
+
+
+@pytest.mark.parametrize("name, target, activities, metrics, gpus, gres, amp", [
+    ("cpu", "CPU", ["CPU"], [], 0, "", "O0"),
+    ("gpu", "GPU", ["CPU", "GPU"], ["gpu"], 1, "", "O2"),
+    ("ascend", "Ascend", ["CPU", "NPU"], [], 0, "npu:1", "O2"),
+])
+def test_each_device_sets_its_target_profiler_metrics_slurm_and_precision_together(
+        name, target, activities, metrics, gpus, gres, amp):
+    cfg = compose_run_config([f"device={name}", "size=paper"])
+    d = cfg.device
+    assert (d.name, d.target, list(d.profiler_activities), list(d.system_metrics)) == (
+        name, target, activities, metrics)
+    assert (d.slurm_gpus, d.slurm_gres, cfg.trainer.amp_level) == (gpus, gres, amp)
+    assert (cfg.pipeline.image_size, cfg.pipeline.batch_size) == (224, 32)  # size is its own
+    # an experiment after the device group still sets its own precision
+    assert compose_run_config([f"device={name}", "trainer.amp_level=O0"]).trainer.amp_level == "O0"
+
+
+@pytest.mark.parametrize("override, said", [
+    ("trainer.device_target=GPU", "is no longer a key: the device is chosen with the device group"),
+    ("device.target=GPU", "device.target is GPU but device is cpu (CPU); choose the device with"),
+    ("device.profiler_activities=[CPU,NPU]", "device.profiler_activities is ['CPU', 'NPU']; on cpu"),
+    ("device.system_metrics=[tpu]", "device.system_metrics has ['tpu']; use [] or [gpu]"),
+    ("device=tpu", "Unknown option 'tpu' for config group 'device'; use one of ascend, cpu, gpu"),
+])
+def test_a_wrong_device_setting_is_one_sentence(override, said):
+    with pytest.raises(ConfigError) as error:
+        compose_run_config([override])
+    assert said in str(error.value) and "\n" not in str(error.value)
+
+
+def test_a_config_written_before_the_device_group_still_loads(tmp_path):
+    """config.yaml of an earlier run (trainer.device_target, no device group) reads as a device."""
+    cfg = compose_run_config(["size=smoke"])
+    data = OmegaConf.to_container(cfg)
+    del data["device"]
+    data["trainer"]["device_target"] = "CPU"
+    path = tmp_path / "config.yaml"
+    path.write_text(OmegaConf.to_yaml(data))
+    loaded = load_run_config(path)
+    assert (loaded.device.name, loaded.device.target, list(loaded.device.profiler_activities)) == (
+        "cpu", "CPU", ["CPU"])

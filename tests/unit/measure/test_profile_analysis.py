@@ -181,3 +181,24 @@ def test_profiler_off_still_leaves_a_profile_folder_with_its_settings(tmp_path):
     meta = runner.finish()
     assert meta.profiler == "off" and not meta.dataset and not meta.timeline and meta.window is None
     assert json.loads((tmp_path / "profile" / "profile.json").read_text())["profiler"] == "off"
+
+
+@pytest.mark.parametrize("device, kinds", [("cpu", ["CPU"]), ("gpu", ["CPU", "GPU"]),
+                                           ("ascend", ["CPU", "NPU"])])
+def test_the_op_profiler_is_asked_for_the_devices_own_activities(tmp_path, monkeypatch, device, kinds):
+    """The device group's activities reach MindSpore's profiler as built (a GPU run records its
+    kernels, an Ascend run its tasks), read back from the arguments it was built with."""
+    import mindspore.profiler as msprof
+
+    from perfstudy.common.config import compose_run_config
+    from perfstudy.measure import profiling
+
+    built = {}
+    monkeypatch.setattr(msprof, "profile", lambda **kwargs: built.update(kwargs) or "profiler")
+    monkeypatch.setattr(msprof, "tensorboard_trace_handler", lambda **kwargs: kwargs)
+    cfg = compose_run_config(["size=smoke", "profiler=full", f"device={device}"])
+    runner = profiling.RunProfiler(cfg.profiler, tmp_path / "profile", 8, 1,
+                                   tuple(cfg.device.profiler_activities))
+    assert runner._make_op_profiler() == "profiler"
+    assert [a.name for a in built["activities"]] == kinds
+    assert built["start_profile"] is False

@@ -177,3 +177,22 @@ def test_a_run_shorter_than_the_system_metrics_interval_still_has_its_system_met
     assert not [k for k in client.get_run(run.info.run_id).data.metrics if k.startswith("system/")]
     _finish_system(monitor)
     assert "system/cpu_utilization_percentage" in client.get_run(run.info.run_id).data.metrics
+
+
+def test_a_gpu_the_device_group_asks_for_and_mlflow_cannot_sample_is_named():
+    """device=gpu asks MLflow's monitor for the GPU too; where its GPU monitor did not start
+    (no nvidia-ml-py, no driver: this host) the run's log says so, naming the fix."""
+    from types import SimpleNamespace
+
+    from mlflow.system_metrics.system_metrics_monitor import SystemMetricsMonitor
+
+    from perfstudy.present.live import device_monitors_missing
+
+    class GPUMonitor:  # what MLflow adds where nvidia-ml-py finds a driver
+        pass
+
+    here = SystemMetricsMonitor("0" * 32, sampling_interval=10, samples_before_logging=1)
+    assert device_monitors_missing(here, ("gpu",)) == ["gpu"]  # no GPU on this host
+    assert device_monitors_missing(here, ()) == []
+    with_gpu = SimpleNamespace(monitors=[*here.monitors, GPUMonitor()])
+    assert device_monitors_missing(with_gpu, ("gpu",)) == []
