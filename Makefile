@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 CORES ?= all
 SNAKEMAKE_ARGS ?=
 
-.PHONY: help setup test-services run rerun paper test test-fast test-slowed lint lock schemas report clean clean-history
+.PHONY: help setup test-services run rerun paper compare test test-fast test-slowed lint lock schemas report clean clean-history
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
@@ -70,6 +70,11 @@ SLOWDOWN ?= 2
 # the same two passes as `make test`, both inside one CPU quota (as on a 2-core machine that slow)
 test-slowed: setup test-services  ## the whole suite as on a machine SLOWDOWN (2) times slower (a CPU quota)
 	tests/throttle.sh $(SLOWDOWN) sh -c '$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup -m "not serial" && $(BIN)/python -m pytest -m serial'
+
+STUDY ?= seed_case
+compare: setup  ## two runs side by side: make compare A=results B=/tmp/run2 (claims, steps, machines, configs)
+	@test -n "$(A)" -a -n "$(B)" || { echo "error: name the two results folders: make compare A=results B=/tmp/run2"; exit 2; }
+	$(BIN)/python scripts/compare_runs.py "$(A)" "$(B)" --study $(STUDY)
 
 lint: setup  ## ruff on the Python code, snakemake --lint on the workflow
 	$(BIN)/ruff check src scripts tests

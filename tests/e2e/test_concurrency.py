@@ -86,3 +86,11 @@ def test_two_studies_share_one_sqlite_store_at_once(tmp_path):
     assert parent.data.tags["perfstudy.machine"] == card["history"]["machine"]
     assert {f"perfstudy.claim_history.{c['id']}" for c in judged} <= set(parent.data.tags)
     assert len(client.get_metric_history(parent.info.run_id, f"claim/{judged[0]['id']}/result")) == 1
+
+    # Two fresh runs of one study side by side: the same configs, one machine, both scorecards
+    done = subprocess.run(["make", "-s", "compare", f"A={folders[0]}", f"B={folders[1]}"],
+                          cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "## Configs (0 settings differ)" in done.stdout
+    assert f"| {judged[0]['id']} | " in done.stdout and "| baseline | " in done.stdout
+    assert done.stdout.count("claims hold") == 2

@@ -60,6 +60,9 @@ def test_every_run_records_its_environment_and_the_report_lists_it(study):
         assert any(line.startswith("mindspore==") for line in env["pip_freeze"])
         assert env["mindspore_build"]["version"] == "2.10.0" and env["mindspore_build"]["commit"]
         assert env["cpu_count"] >= 1 and env["cpu_model"] and env["python"] and env["os"]
+        # device=cpu: the accelerator's fields are there, named, and empty
+        assert env["device"] == {"target": "CPU", "model": None, "count": None, "driver": None,
+                                 "runtime": None, "runtime_version": None, "source": None}
         summary = json.loads((run / "summary.json").read_text())
         assert summary["git_sha"] == git_state()["git_sha"]
         assert isinstance(summary["git_dirty"], bool)
@@ -408,3 +411,51 @@ def test_rerunning_the_tracking_rules_makes_no_twins(study):
     for run in runs:
         if run.data.tags.get("perfstudy.role") == "arm":
             assert len(client.get_metric_history(run.info.run_id, "step/step_ms")) == 13
+
+
+def test_make_compare_sets_a_run_beside_another_and_names_what_differs(study, tmp_path):
+    """`make compare A B` on the smoke study and a copy of it whose config, machine and one
+    claim differ: both verdicts side by side, each arm's step ratio with its interval, and
+    exactly the differences made."""
+    import shutil
+
+    other = tmp_path / "other"
+    shutil.copytree(study / "runs" / "seed_case", other / "runs" / "seed_case",
+                    ignore=shutil.ignore_patterns("profile", "*.log"))
+    shutil.copytree(study / "report" / "seed_case", other / "report" / "seed_case",
+                    ignore=shutil.ignore_patterns("figures", "*.html"))
+    config = other / "runs/seed_case/tuned/config.yaml"
+    cfg = yaml.safe_load(config.read_text())
+    cfg["pipeline"]["prefetch_size"] = 7
+    config.write_text(yaml.safe_dump(cfg))
+    summary = other / "runs/seed_case/baseline/summary.json"
+    data = json.loads(summary.read_text())
+    data["environment"]["cpu_model"] = "Another CPU"
+    summary.write_text(json.dumps(data))
+    card_path = other / "report/seed_case/scorecard.json"
+    card = json.loads(card_path.read_text())
+    first = card["claims"][0]
+    first["result"] = "does not hold" if first["result"] != "does not hold" else "holds"
+    card_path.write_text(json.dumps(card))
+
+    done = subprocess.run(["make", "-s", "compare", f"A={study}", f"B={other}"], cwd=REPO,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    out = done.stdout
+    assert f"# seed_case: {study} against {other}" in out
+    assert "## Claims (1 of 10 with another verdict)" in out
+    assert f"| {first['id']} | " in out
+    rows = [line for line in out.splitlines() if line.startswith("| ") and " ms | " in line]
+    started = {arm: json.loads((study / "runs/seed_case" / arm / "summary.json").read_text())["started_at"]
+               for arm in ARMS}
+    assert [r.split(" | ")[0][2:] for r in rows] == sorted(ARMS, key=started.get)  # as trained
+    # the same windows: 1.00x; at smoke (5 measured steps) too short for batch means, said so
+    assert all("| 1.00x (" in r and ("two windows, not paired" in r or "no interval: a window too "
+                                     "short for batch means" in r) for r in rows), rows
+    assert "## Machine and software (1 fact differs)" in out and "| cpu_model | " in out
+    assert "Another CPU" in out
+    assert "## Configs (1 setting differs)" in out
+    assert "| tuned | pipeline.prefetch_size | " in out
+    bad = subprocess.run(["make", "-s", "compare", f"A={study}", f"B={tmp_path / 'none'}"],
+                         cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert bad.returncode != 0 and "runs/seed_case does not exist" in bad.stderr

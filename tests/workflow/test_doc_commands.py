@@ -174,6 +174,7 @@ RULES: list[tuple[str, Callable[[Sandbox, Command], None]]] = [
     (r"^export \w+=", _export),
     (r"^make test$", _suite),
     (r"^make run\b", _dry_snakemake),
+    (r"^make compare A=\S+ B=\S+$", _covered("tests/e2e/test_concurrency.py", '"compare"', "A={folders[0]}")),
     (r"^\.venv/bin/snakemake ", _dry_snakemake),
     (r"^(\w+=\S+ )*\.venv/bin/python scripts/train\.py ", _train_smoke),
     (r"^\.venv/bin/mlflow ui ", _ui),
