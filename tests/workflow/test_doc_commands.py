@@ -174,6 +174,8 @@ RULES: list[tuple[str, Callable[[Sandbox, Command], None]]] = [
     (r"^export \w+=", _export),
     (r"^make test$", _suite),
     (r"^make run\b", _dry_snakemake),
+    (r"^scripts/device_check\.sh (gpu|ascend) \S+$",
+     _covered("tests/workflow/test_workflow.py", "device_check.sh", '"gpu", str(tmp_path / "gpu")')),
     (r"^make compare A=\S+ B=\S+$", _covered("tests/e2e/test_concurrency.py", '"compare"', "A={folders[0]}")),
     (r"^\.venv/bin/snakemake ", _dry_snakemake),
     (r"^(\w+=\S+ )*\.venv/bin/python scripts/train\.py ", _train_smoke),

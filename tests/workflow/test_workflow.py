@@ -443,3 +443,29 @@ def test_a_device_this_machine_lacks_stops_the_study_before_any_data(tmp_path):
     assert ("Study 'seed_case', arm 'baseline': device=gpu trains on GPU, which this MindSpore "
             "install cannot run") in out and "add device=cpu to the overrides" in out
     assert not (tmp_path / "results" / "data").exists()
+
+
+def test_the_device_check_script_plans_the_study_and_refuses_a_device_it_lacks(tmp_path):
+    """scripts/device_check.sh: the seed case at 224 px on the device, the map at 1, 8, 12 and
+    16 workers, results and MLflow store under one folder. Planned here (DRY_RUN, device=cpu);
+    device=gpu on a CPU-only MindSpore stops in one sentence before any data; a device that is
+    none of the group's is refused by the script itself."""
+    from perfstudy.common import device
+
+    script = str(REPO / "scripts" / "device_check.sh")
+    env = {**env_without_mlflow(), "DRY_RUN": "1"}
+    plan = subprocess.run([script, "cpu", str(tmp_path / "plan")], capture_output=True,
+                          text=True, timeout=300, env=env)
+    assert plan.returncode == 0, plan.stderr[-2000:]
+    assert "This was a dry-run" in plan.stdout
+    for arm in ("baseline", "workers_8", "tuned", "workers_16"):
+        assert f"{tmp_path}/plan/results/runs/device_check/{arm}/summary.json" in plan.stdout
+    assert "photos_imagenet_size" in plan.stdout  # the paper size's data
+    if not device.available("GPU"):
+        run = subprocess.run([script, "gpu", str(tmp_path / "gpu")], capture_output=True,
+                             text=True, timeout=300, env=env_without_mlflow())
+        assert run.returncode != 0
+        assert "Study 'device_check', arm 'baseline': device=gpu trains on GPU" in run.stdout + run.stderr
+        assert not (tmp_path / "gpu" / "results" / "data").exists()
+    wrong = subprocess.run([script, "tpu"], capture_output=True, text=True, timeout=60)
+    assert wrong.returncode == 2 and wrong.stderr.startswith("error: device 'tpu' is not one of")
