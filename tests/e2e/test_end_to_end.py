@@ -333,6 +333,15 @@ def test_the_prepared_arms_prove_the_remedy(study):
     predicted = diagnosis["recommendation"]["prepared_prediction"]
     assert predicted["megapixels_prepared"] == pytest.approx(manifest["after"]["mean_megapixels"])
     assert predicted["predictions"] and all(r["step_ms"] > 0 for r in predicted["predictions"])
+    # and its claim (prepared_predicted, within 15 %) kept the prepared arm's rounds against the
+    # source going until decided: the arm trained after that analysis, told its source run
+    config = yaml.safe_load((runs / "prepared/config.yaml").read_text())
+    assert config["paths"]["source_run"].endswith("runs/seed_case/baseline")
+    assert config["verify"]["against_source_prediction_bound"] == 0.15
+    log = (study / "logs/train/seed_case/prepared.log").read_text()
+    assert "the rounds against the source also decide the gains " in log
+    assert Path(diagnosis_path := runs / "baseline/diagnosis.json").stat().st_mtime < \
+        Path(runs / "prepared/summary.json").stat().st_mtime, diagnosis_path
     remedies = read_remedies(study / "report/seed_case")  # the record the later stages read
     assert [(r.arm, r.source.arm) for r in remedies.arms] == [("prepared", "baseline"),
                                                               ("prepared_tuned", "tuned")]

@@ -11,7 +11,8 @@ from snakemake.settings.types import DeploymentMethod
 from perfstudy.common.config import ConfigError, to_container
 from perfstudy.data.prepare import Settings, prepared_dir
 from perfstudy.orchestrate.study import (arm_overrides, compose_arm, manifest_path, previous_run,
-                             reused_overrides, run_names, source_manifest_path)
+                             reused_overrides, run_names, source_manifest_path,
+                             source_overrides)
 from perfstudy.orchestrate.workflow_config import Workflow
 
 FLOW = Workflow.of(config)  # checked against its schema (Snakefile); read by field from here on
@@ -70,6 +71,13 @@ def reused_summaries(wildcards):
     """The summaries of the earlier runs whose rounds this run may reuse (verify.reuse_from):
     data, so the run trains after them, and again when one of them is trained again."""
     return list(ARM_CONFIGS[wildcards.arm].paths.reused)
+
+
+def source_diagnosis(wildcards):
+    """The diagnosis whose prediction of this prepared run's step its rounds decide
+    (paths.source_run): data, so the run trains after that analysis."""
+    run = ARM_CONFIGS[wildcards.arm].paths.source_run
+    return [f"{run}/diagnosis.json"] if run else []
 
 
 def dataset_manifest(wildcards):

@@ -10,8 +10,10 @@ rule compose_config:
         # with what the claims tell the arm's rounds (a remedy's "5x": decide.claims.rounds_overrides);
         # the claims file is no input: only an arm whose overrides change is composed again
         # and the earlier runs whose rounds it may reuse (verify.reuse_from: paths.reused)
+        # and the source run whose prediction its rounds decide (paths.source_run)
         overrides=lambda w: [*arm_overrides(FLOW, w.study, w.arm, study_claims(w.study)),
-                             *reused_overrides(FLOW, w.study, w.arm, ARM_CONFIGS[w.arm])],
+                             *reused_overrides(FLOW, w.study, w.arm, ARM_CONFIGS[w.arm]),
+                             *source_overrides(FLOW, w.study, w.arm, ARM_CONFIGS[w.arm])],
     log:
         f"{RESULTS}/logs/compose_config/{{study}}/{{arm}}.log",
     benchmark:

@@ -5,6 +5,7 @@ rule train:
         manifest=dataset_manifest,
         after=train_after,
         reused=reused_summaries,
+        source=source_diagnosis,
     output:
         steps=f"{RESULTS}/runs/{{study}}/{{arm}}/steps.csv",
         summary=f"{RESULTS}/runs/{{study}}/{{arm}}/summary.json",

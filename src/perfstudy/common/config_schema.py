@@ -309,6 +309,11 @@ class VerifyConfig:
     # it by (the workflow sets them from the claims file; 3 rounds read 4.84x, 4.60-5.09, and a
     # "5x" claim stayed undecided)
     against_source_bounds: list[float] = field(default_factory=list)
+    # the bound of a claim on the source arm's prediction of this prepared run's step (metric
+    # prepared_prediction_error: within this share; set from the claims file): the rounds
+    # against the source also go on until the paired gain is decided against the gains that
+    # bound allows around the prediction (0: none)
+    against_source_prediction_bound: float = 0.0
     # those rounds' budget (and its stretch) are shares of at least this many seconds (0: as the
     # verification's, verify.budget_base_min_s). The seed case's prepared arm trains in ~40 s and
     # its rounds measure the source's slow step: 120 s. Apart from the verification's floor: with
@@ -378,6 +383,10 @@ class PathsConfig:
     # the summary.json of each earlier run verify.reuse_from names (the workflow sets them: the
     # run trains after those; perfstudy.orchestrate.study.reused_summaries)
     reused: list[str] = field(default_factory=list)
+    # the run folder of the source run a prepared run's prediction was made from (its diagnosis
+    # and summary): set by the workflow where verify.against_source_prediction_bound is
+    # (perfstudy.orchestrate.study.source_overrides); the run trains after its analysis
+    source_run: str = ""
 
 
 @dataclass

@@ -194,7 +194,10 @@ def rounds_overrides(path: str | Path | None, arm: str) -> list[str]:
     be (perfstudy.run.remedy_rounds); a prediction of another arm's step made from this arm's
     model (metric prediction_error, `against: <this arm>`) sets verify.prediction_bound, so its
     verification measures the model's pick until its error is decided against the bound
-    (perfstudy.run.verify). [] without a claims file or such a claim."""
+    (perfstudy.run.verify); a bound on the source's prediction of this prepared arm's step
+    (metric prepared_prediction_error) sets verify.against_source_prediction_bound, so its
+    rounds against the source go on until that error is decided too. [] without a claims file
+    or such a claim."""
     if path is None:
         return []
     claims = load(path).claims
@@ -202,8 +205,11 @@ def rounds_overrides(path: str | Path | None, arm: str) -> list[str]:
                      for b in (c.at_least, c.at_most) if b is not None})
     predicted = sorted({c.at_most for c in claims if c.metric == "prediction_error" and c.against == arm
                         and c.at_most is not None})
+    remedy = sorted({c.at_most for c in claims if c.metric == "prepared_prediction_error"
+                     and c.arm == arm and c.at_most is not None})
     return ([f"verify.against_source_bounds=[{','.join(f'{b:g}' for b in bounds)}]"] if bounds else []) + (
-        [f"verify.prediction_bound={predicted[0]:g}"] if predicted else [])
+        [f"verify.prediction_bound={predicted[0]:g}"] if predicted else []) + (
+        [f"verify.against_source_prediction_bound={remedy[0]:g}"] if remedy else [])
 
 
 class Unmeasured(Exception):

@@ -185,6 +185,31 @@ def pair(arm, arms: list) -> Any | None:
     return None
 
 
+def prediction_bounds(source_run: str | Path, bound: float) -> list[float]:
+    """The paired gains (source step over prepared step) at which a claim that the source's
+    prediction of the prepared step is within `bound` turns: the prediction, relative to the
+    source's step it was made from, met within +-bound, is a gain between (1 - bound) and
+    (1 + bound) over that relative step (perfstudy.decide.paired.prediction_error, inverted).
+    Read from the source run's diagnosis and summary, at the source run's own operator settings
+    (a prepared run is paired with a source run at the same ones); [] where it made no
+    prediction there or its records are missing."""
+    from perfstudy.decide.diagnosis import read_diagnosis
+    from perfstudy.run.summary import read_summary
+
+    folder = Path(source_run)
+    if not (folder / "diagnosis.json").is_file() or not (folder / "summary.json").is_file():
+        return []
+    summary = read_summary(folder)
+    diagnosis = read_diagnosis(folder)
+    settings = dict(summary.operator_settings or {})
+    settings.setdefault("pipeline.num_parallel_workers", summary.num_parallel_workers.effective)
+    predicted = prepared_step_at(diagnosis.recommendation.prepared_prediction, settings)
+    if not predicted:
+        return []
+    gain = summary.steady_step_ms / predicted
+    return [gain * (1 - bound), gain * (1 + bound)]
+
+
 def paired_gain(arm) -> Comparison | None:
     """The source's step over the prepared one, paired by round in the prepared arm's own run
     (perfstudy.run.remedy_rounds); None where it did not measure its source, or no round paired."""

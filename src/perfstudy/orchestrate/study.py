@@ -14,7 +14,7 @@ import numpy as np
 from omegaconf import DictConfig
 
 from perfstudy.common import device
-from perfstudy.common.config import ConfigError, compose_run_config
+from perfstudy.common.config import ConfigError, compose_run_config, flatten, to_container
 from perfstudy.common.provenance import cpu_count
 from perfstudy.data.dataset import MANIFEST, dataset_dir
 from perfstudy.data.prepare import Settings, prepared_dir
@@ -207,6 +207,39 @@ def reused_overrides(flow: Workflow, study: str, run: str, cfg: DictConfig) -> l
     return [f"paths.reused={json.dumps(paths)}"] if paths else []
 
 
+# what two runs may differ in and still train the same pipeline, one on the source and one on
+# its prepared copy: where they write, how they verify, how they track, the preparation itself
+SAME_TRAINING_EXCEPT = ("data.prepared", "verify.", "paths.", "tracking.")
+
+
+def _training(cfg: DictConfig) -> dict[str, object]:
+    return {k: v for k, v in flatten(to_container(cfg)).items()
+            if not k.startswith(SAME_TRAINING_EXCEPT) and k not in ("arm", "run", "repeat", "study")}
+
+
+def source_overrides(flow: Workflow, study: str, run: str, cfg: DictConfig) -> list[str]:
+    """paths.source_run for a prepared run whose rounds against its source decide a claim on the
+    source's prediction of its step (verify.against_source_prediction_bound): the run of the same
+    repeat that trains the same pipeline on the source and trains before it (its diagnosis made
+    the prediction; the prepared run then trains after that analysis). None where no such run
+    trains before it in this invocation (the claim is judged from the rounds run anyway)."""
+    ver = cfg.verify
+    if not (cfg.data.prepared and ver.against_source and ver.against_source_prediction_bound > 0):
+        return []
+    _, repeat = split_run(flow, study, run)
+    order = run_order(flow, study)
+    if run not in order:
+        return []
+    mine = _training(cfg)
+    for other in order[:order.index(run)]:
+        if split_run(flow, study, other)[1] != repeat:
+            continue
+        found = compose_run_config(arm_overrides(flow, study, other))
+        if not found.data.prepared and _training(found) == mine:
+            return [f"paths.source_run={flow.results}/runs/{study}/{other}"]
+    return []
+
+
 def compose_arm(flow: Workflow, study: str, run: str, claims_file: Path | None = None,
                 device_here: bool = True) -> DictConfig:
     """A run's (an arm's, or one repeat of it) fully resolved, validated config, with the runs it
@@ -216,9 +249,9 @@ def compose_arm(flow: Workflow, study: str, run: str, claims_file: Path | None =
     overrides = arm_overrides(flow, study, run, claims_file)
     try:
         cfg = compose_run_config(overrides)
-        reused = reused_overrides(flow, study, run, cfg)
-        if reused:
-            cfg = compose_run_config([*overrides, *reused])
+        later = [*reused_overrides(flow, study, run, cfg), *source_overrides(flow, study, run, cfg)]
+        if later:
+            cfg = compose_run_config([*overrides, *later])
     except ConfigError as exc:
         raise ConfigError(f"Study {study!r}, arm {run!r}: {exc}") from None
     given = any(o.lstrip("+~").startswith("device=") for o in overrides)

@@ -76,6 +76,25 @@ def _job_folder() -> tuple[Path, bool]:
     return Path(hydra.runtime.output_dir), hydra.mode == RunMode.MULTIRUN
 
 
+def _prediction_bounds(cfg: DictConfig) -> tuple[float, ...]:
+    """A prepared run whose rounds against its source decide a claim on the source's prediction
+    of its step (paths.source_run, verify.against_source_prediction_bound): the gains at which
+    that claim turns, decided by the rounds beside verify.against_source_bounds (as a claim's
+    "5x" is). The config is not changed: what the run computed is what config.yaml says."""
+    if not cfg.paths.source_run or cfg.verify.against_source_prediction_bound <= 0:
+        return ()
+    import logging
+
+    from perfstudy.decide.remedy_proof import prediction_bounds
+
+    found = prediction_bounds(cfg.paths.source_run, cfg.verify.against_source_prediction_bound)
+    logging.getLogger(__name__).info(
+        "the rounds against the source also decide the gains %s (%s's prediction within %g)",
+        ", ".join(f"{b:.2f}x" for b in found) or "(none: no prediction)", cfg.paths.source_run,
+        cfg.verify.against_source_prediction_bound)
+    return tuple(found)
+
+
 def _train(cfg: DictConfig) -> None:
     setup_logging()
     folder, multirun = _job_folder()
@@ -94,16 +113,20 @@ def _train(cfg: DictConfig) -> None:
     from perfstudy.present import live
     from perfstudy.run import train
 
+    # a claim on the source's prediction of this prepared run's step: the gains where it turns
+    remedy_bounds = _prediction_bounds(cfg)
     # the pairs earlier runs' rounds settled are not measured again (verify.reuse_from)
     propose = functools.partial(propose, reused=list(cfg.paths.reused), max_rounds=cfg.verify.max_rounds)
     # the arm's MLflow run, opened now and fed as the steps happen (None: no tracker to attach to)
     opened = live.open_live(cfg, cfg.paths.run_dir)
     if opened is None:  # the model (decide/) proposes the settings the training then measures
-        train.run(cfg, manifest_path=cfg.paths.manifest, propose=propose)
+        train.run(cfg, manifest_path=cfg.paths.manifest, propose=propose,
+                  remedy_bounds=remedy_bounds)
         return
     live.end_on_signal(opened)
     try:
-        train.run(cfg, manifest_path=cfg.paths.manifest, propose=propose, on_step=opened.on_step)
+        train.run(cfg, manifest_path=cfg.paths.manifest, propose=propose, on_step=opened.on_step,
+                  remedy_bounds=remedy_bounds)
     except BaseException as exc:
         opened.end(live.status_of(exc))
         raise

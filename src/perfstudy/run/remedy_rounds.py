@@ -51,11 +51,13 @@ def source_of(manifest: dict[str, Any]) -> tuple[dict[str, Any] | None, str | No
     return found, None
 
 
-def _targets(ver) -> list[rounds_mod.Target]:
+def _targets(ver, extra: tuple[float, ...] = ()) -> list[rounds_mod.Target]:
     """What the remedy's ratio must meet besides the 10 % band: the bounds the study's claims
-    judge it by (verify.against_source_bounds, set by the workflow from the claims file) and a
-    precision (verify.against_source_precision; 0: none)."""
-    found = [rounds_mod.bounds_target(list(ver.against_source_bounds))] if ver.against_source_bounds else []
+    judge it by (verify.against_source_bounds, set by the workflow from the claims file; and
+    `extra`, the gains at which a claim on the source's prediction turns) and a precision
+    (verify.against_source_precision; 0: none)."""
+    bounds = sorted({*ver.against_source_bounds, *extra})
+    found = [rounds_mod.bounds_target(bounds)] if bounds else []
     return found + ([rounds_mod.precision_target(ver.against_source_precision)]
                     if ver.against_source_precision else [])
 
@@ -67,12 +69,12 @@ def budget_floor_s(ver) -> float:
     return ver.against_source_budget_min_s or ver.budget_base_min_s
 
 
-def _rules(ver):
+def _rules(ver, extra: tuple[float, ...] = ()):
     """(decided, needed, leaves) for the rounds: the band's, and each target's beside it. A
     setting leaves the race only once the band and every target let it go (on the band
     alone, the source left after 3 rounds, and the rounds measured the prepared pipeline by
     itself)."""
-    targets = _targets(ver)
+    targets = _targets(ver, extra)
     decided = rounds_mod.every(rounds_mod.all_settled(GAIN_THAT_MATTERS),
                                *[rounds_mod.target_met(t) for t in targets])
     needed = rounds_mod.most_needed(rounds_mod.rounds_to_settle(GAIN_THAT_MATTERS),
@@ -84,7 +86,7 @@ def _rules(ver):
 
 def run(step_fn: verify.StepFn, prepared_root: str, manifest: dict[str, Any], cfg,
         settings: Settings, base_seed: int, first_index: int,
-        training_wall_s: float) -> AgainstSource:
+        training_wall_s: float, extra_bounds: tuple[float, ...] = ()) -> AgainstSource:
     """The prepared pipeline (setting 0) and its source's (setting 1) at `settings`, in rounds."""
     recorded = manifest.get("source_manifest") or {}
     base = {"source_root": str(recorded.get("root", "")),
@@ -98,7 +100,7 @@ def run(step_fn: verify.StepFn, prepared_root: str, manifest: dict[str, Any], cf
     points = [_Point(settings, "prepared (this run)"), _Point(settings, "the source JPEGs")]
     ver = cfg.verify
     floor_s = budget_floor_s(ver)
-    decided, needed, leaves = _rules(ver)
+    decided, needed, leaves = _rules(ver, tuple(extra_bounds))
     found = verify.measure_rounds(
         step_fn, prepared_root, cfg, points, base_seed, first_index,
         budget_s=verify.budget(ver.budget_share, training_wall_s, floor_s),

@@ -336,7 +336,7 @@ def _verified_steps(summary: RunSummary) -> int:
 
 def run(cfg, manifest_path: str | Path | None = None,
         propose: Callable[[Path, int], Proposal] | None = None,
-        on_step: OnStep | None = None) -> RunSummary:
+        on_step: OnStep | None = None, remedy_bounds: tuple[float, ...] = ()) -> RunSummary:
     """Train one arm; write steps.csv and summary.json into cfg.paths.run_dir.
 
     Args:
@@ -346,6 +346,9 @@ def run(cfg, manifest_path: str | Path | None = None,
             the model's best k settings beside the run's own); all are then measured in
             interleaved rounds (perfstudy.run.verify). None: no verification.
         on_step: sees each trained step's times as it ends (perfstudy.present.live's run).
+        remedy_bounds: gains a prepared run's rounds against its source decide beside
+            verify.against_source_bounds (a claim on its source's prediction: the orchestrator
+            reads them from the source run's diagnosis, perfstudy.decide.remedy_proof).
 
     Returns:
         The run's summary, as written to summary.json.
@@ -377,7 +380,8 @@ def run(cfg, manifest_path: str | Path | None = None,
     write_csv(run_dir / "steps.csv", frame)
     write_summary(run_dir, summary)
     summary = measure_in_rounds(cfg, summary, RoundsContext(train_step, source, manifest, run_dir,
-                                                            len(frame), workers.cpu_count), propose)
+                                                            len(frame), workers.cpu_count,
+                                                            tuple(remedy_bounds)), propose)
     summary = summary.with_resources(Resources.now())
     write_summary(run_dir, summary)
     _log_result(summary)
@@ -395,6 +399,7 @@ class RoundsContext:
     run_dir: Path
     steps_done: int
     cpu_count: int
+    remedy_bounds: tuple[float, ...] = ()  # gains the rounds against the source decide too
 
 
 def measure_in_rounds(cfg, summary: RunSummary, ctx: RoundsContext,
@@ -414,7 +419,7 @@ def measure_in_rounds(cfg, summary: RunSummary, ctx: RoundsContext,
     if cfg.data.prepared and cfg.verify.against_source:  # the remedy, paired by round
         summary = summary.with_against_source(remedy_rounds.run(
             step_fn, ctx.source, ctx.manifest, cfg, summary.operator_settings or {}, run_seed(cfg) + 5,
-            ctx.steps_done + _verified_steps(summary), summary.run_wall_s))
+            ctx.steps_done + _verified_steps(summary), summary.run_wall_s, ctx.remedy_bounds))
         write_summary(ctx.run_dir, summary)
     if cfg.sweep.key:  # the diagnosis benchmark's ground truth: every setting of one operator
         summary = summary.with_sweep(sweep.run(

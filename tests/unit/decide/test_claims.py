@@ -496,7 +496,8 @@ def test_a_remedys_claimed_bound_is_told_to_its_arms_rounds():
     from perfstudy.orchestrate.study import compose_arm
     from perfstudy.orchestrate.workflow_config import Workflow
 
-    assert claims.rounds_overrides(SEED_CLAIMS, "prepared") == ["verify.against_source_bounds=[5]"]
+    assert claims.rounds_overrides(SEED_CLAIMS, "prepared") == [
+        "verify.against_source_bounds=[5]", "verify.against_source_prediction_bound=0.15"]
     assert claims.rounds_overrides(SEED_CLAIMS, "tuned") == []
     assert claims.rounds_overrides(None, "prepared") == []
     flow = Workflow.of(yaml.safe_load((REPO / "workflow" / "config.yaml").read_text()))
@@ -665,3 +666,46 @@ def test_gap_shares_are_pooled_on_their_own_scale_never_their_logarithm():
     assert 0.001 < both.value < 0.09 and both.runs == 2 and both.rounds == 7
     alike = pool_shares([Paired(0.62, 0.60, 0.64, 5, 0.95), share_over_rounds([0.61, 0.59, 0.65])])
     assert alike.value == pytest.approx(0.62, abs=0.01) and alike.high - alike.low < 0.06
+
+
+def test_a_claim_on_the_remedys_prediction_keeps_its_rounds_going_until_decided(tmp_path):
+    """prepared_predicted (the baseline's prediction of the prepared step within 15 %): the
+    prepared arm is told the bound and its source run (the earlier run training the same
+    pipeline on the source JPEGs: the baseline, whose analysis it trains after); at the run the
+    bound becomes the two gains at which the claim turns, read from the source's diagnosis and
+    summary, beside the claims' "5x". An arm without such a claim, or whose rounds against the
+    source are off, gets neither."""
+    import json
+
+    from records import make_diagnosis, make_summary
+
+    from perfstudy.common.records import to_dict
+    from perfstudy.decide.remedy_proof import prediction_bounds
+    from perfstudy.orchestrate.study import compose_arm
+    from perfstudy.orchestrate.workflow_config import Workflow
+
+    flow = Workflow.of(yaml.safe_load((REPO / "workflow" / "config.yaml").read_text()))
+    prepared = compose_arm(flow, "seed_case", "prepared", SEED_CLAIMS, device_here=False)
+    assert prepared.verify.against_source_prediction_bound == 0.15
+    assert prepared.paths.source_run == f"{flow.results}/runs/seed_case/baseline"
+    for arm in ("baseline", "tuned", "prepared_tuned"):  # prepared_tuned: against_source=false
+        assert compose_arm(flow, "seed_case", arm, SEED_CLAIMS, device_here=False).paths.source_run == ""
+
+    source = tmp_path / "baseline"
+    source.mkdir()
+    summary = make_summary(steady_step_ms=2900.0,
+                           operator_settings={"pipeline.num_parallel_workers": 1,
+                                              "pipeline.reader_workers": 1})
+    (source / "summary.json").write_text(json.dumps(to_dict(summary)))
+    assert prediction_bounds(source, 0.15) == []  # no diagnosis yet: nothing to decide
+    row = {"settings": {"pipeline.num_parallel_workers": 1, "pipeline.reader_workers": 1},
+           "step_ms": 500.0, "binding": "cpu", "levelled": False}
+    other = {**row, "settings": {"pipeline.num_parallel_workers": 2, "pipeline.reader_workers": 1},
+             "step_ms": 400.0}
+    predicted = {"megapixels_now": 16.0, "megapixels_prepared": 0.02, "rule": "r",
+                 "decoding_stage": "map", "binding_now": "pipeline", "now": 500.0,
+                 "predictions": [other, row]}
+    diagnosis = make_diagnosis(recommendation={"prepared_prediction": predicted})
+    (source / "diagnosis.json").write_text(json.dumps(to_dict(diagnosis)))
+    # at the source's own setting (1 worker): predicted 500 ms against its 2900 ms, 5.8x
+    assert prediction_bounds(source, 0.15) == pytest.approx([5.8 * 0.85, 5.8 * 1.15])

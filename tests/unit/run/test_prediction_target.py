@@ -64,3 +64,30 @@ def test_the_pick_is_measured_until_its_prediction_is_decided_and_the_others_lea
 
     near = _run(0.2, pick_predicted_ms=80.0)  # predicted right: bounds 0.667 and 1.0, far away
     assert near.stopped == "decided" and len(near.orders) == 3
+
+
+def test_the_remedys_rounds_go_on_until_the_gain_is_decided_against_the_predictions_bounds():
+    """perfstudy.run.remedy_rounds: the gains at which a claim on the source's prediction turns
+    (remedy_bounds from the orchestrator) are decided beside the claims' "5x": with one of them
+    inside the first rounds' interval, the rounds go on until it is not."""
+    from perfstudy.run import remedy_rounds
+
+    source = [600.0 * w for w in WOBBLE]  # setting 1, the source: ~6x the prepared 100 ms
+
+    def visit(setting, round_):
+        return Window(100.0 if setting == 0 else source[round_], 6, 4, 1.0)
+
+    def race(extra):
+        ver = SimpleNamespace(against_source_bounds=[5.0], against_source_precision=0.0)
+        decided, needed, leaves = remedy_rounds._rules(ver, extra)
+        return rounds.run(visit, Schedule(2, seed=2, min_rounds=3, max_rounds=12, decided=decided,
+                                          needed=needed, leaves=leaves), quiet_monitor())
+
+    alone = race(())
+    gain = rounds.compare_all(alone, 0.10, reference=0)[0]
+    assert alone.stopped == "decided" and len(alone.orders) == 3 and gain.low > 5.0
+    assert gain.low < 6.3 < gain.high  # a prediction's bound left open after 3 rounds
+    longer = race((6.3,))
+    gain = rounds.compare_all(longer, 0.10, reference=0)[0]
+    assert longer.stopped == "decided" and 3 < len(longer.orders) <= 12
+    assert not gain.low < 6.3 < gain.high  # decided against it
