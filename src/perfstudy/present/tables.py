@@ -141,7 +141,8 @@ def setup_table(arms: list[Arm]) -> pd.DataFrame:
         env = s.environment
         rows.append({
             "arm": arm.name, "map workers": workers_text(s),
-            "device": f"{s.device_target} ({s.mode} mode)",
+            "device": " ".join(filter(None, (s.device_target, (env.get("device") or {}).get("model"))))
+                      + f" ({s.mode} mode)",
             "CPU": f"{env['cpu_model']} x{env['usable_cpus']}",
             "input": f"{s.batch_size} x {s.image_size} px",
             "step": step_text(s.factories),

@@ -88,3 +88,17 @@ def test_the_verdict_line_says_how_to_decode_less_for_the_pipeline_it_is(factory
     line = verdict_line(arm, None)
     assert f"do: keep the settings (measured); {words}" in line
     assert line.startswith("mindcv_resnet50: cpu-bound; culprit Map #2 [RandomCropDecodeResize, …]")
+
+
+def test_the_setup_table_names_the_accelerator_environment_json_recorded():
+    """The report's Setup row says the device a run trained on: its target, and on an
+    accelerator the model environment.json recorded (on the CPU: the target alone)."""
+    from perfstudy.decide.arms import Arm
+    from perfstudy.present.tables import setup_table
+
+    cpu = make_summary()
+    gpu = make_summary({"device_target": "GPU",
+                        "environment": {**cpu.environment,
+                                        "device": {"target": "GPU", "model": "NVIDIA H100 80GB HBM3"}}})
+    table = setup_table([Arm("cpu", cpu, pd.DataFrame(), None), Arm("gpu", gpu, pd.DataFrame(), None)])
+    assert list(table["device"]) == ["CPU (graph mode)", "GPU NVIDIA H100 80GB HBM3 (graph mode)"]
