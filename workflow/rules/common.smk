@@ -11,8 +11,7 @@ from snakemake.settings.types import DeploymentMethod
 from perfstudy.common.config import ConfigError, to_container
 from perfstudy.data.prepare import Settings, prepared_dir
 from perfstudy.orchestrate.study import (arm_overrides, compose_arm, manifest_path, previous_run,
-                             reused_overrides, run_names, source_manifest_path,
-                             source_overrides)
+                             reused_overrides, run_names, source_manifest_path)
 from perfstudy.orchestrate.workflow_config import Workflow
 
 FLOW = Workflow.of(config)  # checked against its schema (Snakefile); read by field from here on
@@ -71,6 +70,12 @@ def reused_summaries(wildcards):
     """The summaries of the earlier runs whose rounds this run may reuse (verify.reuse_from):
     data, so the run trains after them, and again when one of them is trained again."""
     return list(ARM_CONFIGS[wildcards.arm].paths.reused)
+
+
+def source_run_override(cfg):
+    """paths.source_run as compose_arm found it (source_overrides composes the earlier arms:
+    once, at parse time, not again for each job)."""
+    return [f"paths.source_run={cfg.paths.source_run}"] if cfg.paths.source_run else []
 
 
 def source_diagnosis(wildcards):

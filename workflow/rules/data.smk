@@ -13,7 +13,7 @@ rule compose_config:
         # and the source run whose prediction its rounds decide (paths.source_run)
         overrides=lambda w: [*arm_overrides(FLOW, w.study, w.arm, study_claims(w.study)),
                              *reused_overrides(FLOW, w.study, w.arm, ARM_CONFIGS[w.arm]),
-                             *source_overrides(FLOW, w.study, w.arm, ARM_CONFIGS[w.arm])],
+                             *source_run_override(ARM_CONFIGS[w.arm])],
     log:
         f"{RESULTS}/logs/compose_config/{{study}}/{{arm}}.log",
     benchmark:

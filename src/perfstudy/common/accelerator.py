@@ -15,7 +15,7 @@ import os
 import re
 import shutil
 import subprocess
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 from perfstudy.common.records import doc
@@ -43,10 +43,6 @@ def facts(target: str) -> DeviceFacts:
     if target == "Ascend":
         return _ascend()
     return DeviceFacts(target)
-
-
-def as_dict(found: DeviceFacts) -> dict[str, object]:
-    return asdict(found)
 
 
 def _nvml() -> DeviceFacts | None:

@@ -1,7 +1,8 @@
 """Whether this machine's MindSpore can run a configured device, asked before any work.
 
 device=gpu or device=ascend trains on an accelerator (the article's kind); on a CPU-only install
-the DAG refuses at parse time, in one sentence, before any data is built."""
+the study refuses when it starts (the Snakefile's onstart; scripts/train.py before its data), in
+one sentence, before any data is built."""
 
 from __future__ import annotations
 

@@ -8,6 +8,7 @@ import re
 import socket
 import subprocess
 import sys
+from dataclasses import asdict
 from importlib import metadata
 from pathlib import Path
 
@@ -156,5 +157,5 @@ def environment(device_target: str = "CPU") -> dict[str, object]:
         "packages": versions,
         # oneDNN's ISA cap changes CPU kernel speed ~100x on some Intel machines (README).
         "onednn_max_cpu_isa": os.environ.get("ONEDNN_MAX_CPU_ISA"),
-        "device": accelerator.as_dict(accelerator.facts(device_target)),
+        "device": asdict(accelerator.facts(device_target)),
     }
