@@ -13,6 +13,7 @@ import pandas as pd
 
 from perfstudy.common.records import doc
 from perfstudy.common.thresholds import WITHIN_BEST, pct
+from perfstudy.decide.prediction_band import ErrorBand
 from perfstudy.decide.whatif import (
     LEVEL_RANGE,
     Model,
@@ -77,6 +78,14 @@ class Advice(Model):
     pick_is_recommendation: bool = doc("the pick is the answer's setting (else measurement "
                                        "overruled it, or no verdict was issued)", default=True)
     role: str = doc("what the model is to the answer", default="")
+    band: ErrorBand | None = doc("the model's error band (perfstudy.decide.prediction_band: "
+                                 "measured / predicted at its level, from recorded sweeps; "
+                                 "None: no band shipped)", default=None)
+
+    def interval(self, step_ms: float) -> tuple[float | None, float | None]:
+        """Where the measured step at a setting predicted `step_ms` falls (the band's level);
+        (None, None) without a band."""
+        return self.band.step_interval(step_ms) if self.band else (None, None)
 
     @classmethod
     def of(cls, model: Model, **fields) -> Advice:
@@ -115,8 +124,9 @@ def describe_settings(settings: Settings, model: Model) -> str:
     return ", ".join(words)
 
 
-def advise(summary: RunSummary, ops: pd.DataFrame | None) -> Advice:
-    """diagnosis.json's `advisor`: the model, its prediction for every setting, the pick."""
+def advise(summary: RunSummary, ops: pd.DataFrame | None, band: ErrorBand | None = None) -> Advice:
+    """diagnosis.json's `advisor`: the model, its prediction for every setting, the pick, and
+    (given a `band`) the interval each prediction carries."""
     model = rates(summary, ops)
     now = current_settings(model)
     # The model gives the shape across settings; the run's own measured step gives the level
@@ -151,11 +161,17 @@ def advise(summary: RunSummary, ops: pd.DataFrame | None) -> Advice:
                      now_binding=now_row.binding, now_slowest_stage=now_row.slowest_stage,
                      gain=now_row.step_ms / pick.step_ms - 1,
                      now_error=(now_row.step_ms - summary.steady_step_ms) / summary.steady_step_ms,
-                     sentence=advisor_sentence(model, now_row, pick, best, summary))
+                     sentence=advisor_sentence(model, now_row, pick, best, summary, band),
+                     band=band)
+
+
+def _step(row: Prediction, band: ErrorBand | None) -> str:
+    """'842 ms' or, with a band, '842 ms (90 %: 771-946)'."""
+    return band.words(row.step_ms) if band else f"{row.step_ms:.0f} ms"
 
 
 def advisor_sentence(model: Model, now: Prediction, pick: Prediction, best: Prediction,
-                     summary: RunSummary) -> str:
+                     summary: RunSummary, band: ErrorBand | None = None) -> str:
     """The prediction in words, with the numbers it rests on."""
     pace = {"pipeline": f"{pick.slowest_stage} sets the pace ({pick.slowest_stage_ms:.0f} ms "
                         "per batch)",
@@ -170,13 +186,13 @@ def advisor_sentence(model: Model, now: Prediction, pick: Prediction, best: Pred
     basis = "" if model.source == "profile" else f" (from the {model.source})"
     if abs(model.level - 1) > 0.05:  # say what the levelling did to the numbers
         basis += f" (model levelled x{model.level:.2f} on the measured step)"
-    head = (f"Predicted from this run{basis}: now {now.step_ms:.0f} ms per step (measured "
+    head = (f"Predicted from this run{basis}: now {_step(now, band)} per step (measured "
             f"{summary.steady_step_ms:.0f} ms)")
     if pick is now or pick.settings == now.settings:
         return (f"{head}; no setting of {len(model.stages)} sized operator(s) up to "
                 f"{model.cores} workers is predicted to be {pct(WITHIN_BEST)} faster (best {best.step_ms:.0f} "
                 f"ms): {pace}.")
-    return (f"{head}; {describe_settings(pick.settings, model)} gives {pick.step_ms:.0f} ms "
+    return (f"{head}; {describe_settings(pick.settings, model)} gives {_step(pick, band)} "
             f"({now.step_ms / pick.step_ms:.2f}x), within {pct(WITHIN_BEST)} of the best predicted "
             f"({best.step_ms:.0f} ms); there {pace}.")
 

@@ -23,6 +23,7 @@ import pandas as pd
 from perfstudy.common.records import doc, read_record, write_record
 from perfstudy.common.thresholds import HIGHLY_INPUT_BOUND, MODERATELY_INPUT_BOUND, NEAR_CPU_FLOOR, pct
 from perfstudy.decide.advisor import Advice, advise
+from perfstudy.decide.prediction_band import shipped_band
 from perfstudy.decide.decision import Recommendation, decide
 from perfstudy.decide.peers import Readings
 from perfstudy.decide.whatif import WELL_FILLED, canonical, held_up
@@ -275,7 +276,7 @@ def diagnose(summary: RunSummary, steps: pd.DataFrame, ops: pd.DataFrame | None 
     measured = steps[steps["phase"] == "measured"]
     compute_ms = float((measured["fwd_bwd_ms"] + measured["tail_ms"]).median())
     queue_culprit = find_culprit(ops) if band != "not" else None
-    advice = advise(summary, ops)
+    advice = advise(summary, ops, shipped_band())
     answer = decide(summary, advice, band, compute_ms, queue_culprit.label if queue_culprit else None)
     advice = label_advice(advice, answer)
     cpu = _cpu_state(summary, host, ops, advice)

@@ -4,7 +4,11 @@ plan: which settings the training measures (perfstudy.run.verify): the run's own
 (the reference), then the model's pick, the slow operator in each mode it can run in (threads,
 processes: where the model errs most), then the fastest predicted others, `k` candidates in all.
 The model prunes: on a machine with many cores and several sized operators the settings grow as
-CPUs^operators (x2 for each Python map), and the settings measured stay k + 1.
+CPUs^operators (x2 for each Python map), and the settings measured stay k + 1. Its error band
+(perfstudy.decide.prediction_band, where one ships) prunes further: a candidate other than the
+pick is measured only where the band's optimistic end of its gain reaches the gain that matters
+(worth_measuring); where none does, the slow operator's most promising mode is still measured,
+so that "no setting helps" is a measurement too.
 
 verdict: what the interleaved rounds decide. Every round measured every setting once, in a
 random order; per candidate, the per-round ratio of its step to the own setting's gives a 95 %
@@ -134,15 +138,31 @@ def _culprit_modes(advice: Advice, now: Settings) -> list[Settings]:
     return [settings for _, settings in sorted(modes.values(), key=lambda m: m[0])]
 
 
+def worth_measuring(advice: Advice, settings: Settings) -> bool:
+    """Can this setting's measured gain over the run's own reach the gain that matters, at the
+    optimistic end of the model's band for a predicted gain? (No band: yes.)"""
+    ends = advice.band.gain if advice.band else None
+    if ends is None or ends.low is None:
+        return True
+    ratio = predict(advice, settings).step_ms / predict(advice, advice.now).step_ms
+    return ratio * ends.low <= 1 / (1 + GAIN_THAT_MATTERS)
+
+
 def plan(advice: Advice, k: int) -> list[Planned]:
     """The windows to measure: the run's own setting first, then up to k candidates: the
-    model's pick, the slow operator in each mode (threads, processes), the fastest others."""
+    model's pick, the slow operator in each mode (threads, processes), the fastest others;
+    past the pick, only those whose gain the band lets reach the gain that matters (where none
+    does: the slow operator's most promising mode)."""
     now = canonical(advice.now)
     rows = sorted(advice.predictions, key=lambda r: r.step_ms)
     chosen: list[Settings] = []
     pick = canonical(advice.pick)
-    ordered = ([pick] if not _same(pick, now) else []) + _culprit_modes(advice, now) \
-        + [canonical(r.settings) for r in rows]
+    modes = _culprit_modes(advice, now)
+    others = [s for s in modes + [canonical(r.settings) for r in rows]
+              if worth_measuring(advice, s)]
+    ordered = ([pick] if not _same(pick, now) else []) + others
+    if not any(not _same(s, now) for s in ordered):
+        ordered = modes[:1]  # "no setting helps" is measured, not only predicted
     for settings in ordered:
         if len(chosen) >= k:
             break

@@ -1,0 +1,62 @@
+"""The what-if model's error band: read from recorded sweeps, judged on scenarios it never saw."""
+
+import math
+from pathlib import Path
+
+import pytest
+
+from perfstudy.decide import prediction_band as pb
+from perfstudy.decide import prediction_cases as pc
+
+CASES = Path(__file__).resolve().parents[3] / "docs" / "benchmarks" / "predictions"
+
+
+def test_the_conformal_band_is_open_until_enough_errors_bound_it():
+    errors = [math.log(1 + e / 100) for e in range(-9, 9)]  # 18 errors
+    assert pb.conformal_ends(errors, 0.9) == pb.Ends(None, None)  # (18 + 1) x 0.05 < 1
+    ends = pb.conformal_ends(errors + [0.0], 0.9)  # 19: the most extreme ones
+    assert ends.low == pytest.approx(0.91) and ends.high == pytest.approx(1.08)
+
+
+def test_the_student_band_widens_with_the_spread_and_the_few_errors():
+    assert pb.student_ends([0.1, -0.1], 0.9) == pb.Ends(None, None)
+    narrow = pb.student_ends([0.01, -0.01, 0.0, 0.02, -0.02], 0.9)
+    wide = pb.student_ends([0.1, -0.1, 0.0, 0.2, -0.2], 0.9)
+    assert narrow.low < 1 < narrow.high and wide.low < narrow.low and wide.high > narrow.high
+    assert math.log(narrow.high) == pytest.approx(-math.log(narrow.low))  # centred on the mean 0
+    band = pb.band_from([0.0, 0.1, -0.1], [0.0, 0.1, -0.1], ["a", "b"], 0.9)
+    low, high = band.step_interval(1000.0)
+    assert low < 1000 < high and band.words(1000.0) == f"1000 ms (90 %: {low:.0f}-{high:.0f})"
+
+
+def _point(case, group, measured, predicted, held_out=False, own=False):
+    return pc.CasePoint(case, group, held_out, "2", own, measured, predicted, predicted, measured, "cpu")
+
+
+def test_held_out_points_never_enter_a_band_and_each_group_is_judged_without_itself():
+    points = [_point(f"c{i}", f"g{i}", 1000 + 10 * i, 1000) for i in range(6)]
+    wild = _point("bad", "gbad", 3000, 1000, held_out=True)
+    assert pc.calibrate(points + [wild]) == pc.calibrate(points)
+    twins = [_point("t1", "twin", 2000, 1000), _point("t2", "twin", 2000, 1000)]
+    judged = pc.leave_one_out(points + twins + [wild])
+    by_case = {j.point.case: j for j in judged}
+    # a group's band is read from the others: the twins' doubled step is not covered, and the
+    # band that judges one twin did not read the other
+    assert not by_case["t1"].covered and by_case["t1"].band_points == 6
+    assert by_case["bad"].band_points == 8 and not by_case["bad"].covered
+    assert by_case["c0"].band_points == 7
+
+
+def test_the_shipped_band_is_the_recorded_cases_band_under_this_code():
+    """A change to the model that moves its errors must recalibrate the band it ships
+    (python scripts/prediction_check.py --write-band): the recorded cases are re-predicted here."""
+    cases = pc.load_cases(CASES)
+    assert len(cases) >= 7 and any(c.info.held_out for c in cases) or len(cases) >= 7
+    points = [p for case in cases for p in pc.case_points(case)]
+    assert len(points) >= 2 * len(cases)
+    shipped = pb.shipped_band()
+    found = pc.calibrate(points)
+    assert shipped is not None and shipped.scenarios == found.scenarios
+    assert shipped.step.low == pytest.approx(found.step.low) and shipped.step.high == pytest.approx(found.step.high)
+    assert shipped.gain.low == pytest.approx(found.gain.low) and shipped.gain.high == pytest.approx(found.gain.high)
+    assert not set(shipped.scenarios) & {c.info.truth for c in cases if c.info.held_out}
