@@ -23,9 +23,9 @@ import pandas as pd
 from perfstudy.common.records import doc, read_record, write_record
 from perfstudy.common.thresholds import HIGHLY_INPUT_BOUND, MODERATELY_INPUT_BOUND, NEAR_CPU_FLOOR, pct
 from perfstudy.decide.advisor import Advice, advise
-from perfstudy.decide.prediction_band import shipped_band
 from perfstudy.decide.decision import Recommendation, decide
 from perfstudy.decide.peers import Readings
+from perfstudy.decide.prediction_band import shipped_band
 from perfstudy.decide.whatif import WELL_FILLED, canonical, held_up
 from perfstudy.measure.minddata import HostCpu, IteratorWait
 from perfstudy.measure.timeline import CrossCheck

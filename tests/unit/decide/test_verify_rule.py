@@ -221,7 +221,7 @@ def test_the_band_leaves_out_a_candidate_whose_gain_cannot_reach_the_margin():
     """With the model's error band, a setting predicted slower than the run's own (2 threads:
     590 against 600 ms, a 2 % gain) is not measured where even the band's optimistic end
     (measured gain up to 1/0.95 of the predicted) stays short of 10 %; the pick still is."""
-    from perfstudy.decide.prediction_band import ErrorBand, Ends
+    from perfstudy.decide.prediction_band import Ends, ErrorBand
 
     model = probed_advice()
     now = current_settings(model)
