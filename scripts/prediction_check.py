@@ -3,6 +3,7 @@
 
     python scripts/prediction_check.py                   # the table (leave one scenario out)
     python scripts/prediction_check.py --write-band      # and recalibrate the band the package ships
+    python scripts/prediction_check.py --out /tmp/check --band /tmp/band.json --write-band
     python scripts/prediction_check.py --record /tmp/bench   # add a study's scenarios as cases
 
 `--record RESULTS` copies, for every diagnosed scenario of RESULTS (a `scenarios`, `mindcv` or
@@ -119,6 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--record", type=Path, help="a study's results folder to record as cases")
     parser.add_argument("--write-band", action="store_true", help="recalibrate the shipped band")
     parser.add_argument("--out", type=Path, default=OUT, help="the table's path, without suffix")
+    parser.add_argument("--band", type=Path, default=BAND, help="where --write-band writes it")
     args = parser.parse_args(argv)
     setup_logging()
     if args.record:
@@ -148,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
     args.out.with_suffix(".md").write_text(text + "\n")
     settings.to_csv(args.out.with_suffix(".csv"), index=False)
     if args.write_band:
-        log.info("band written to %s", write_band(band, BAND))
+        log.info("band written to %s", write_band(band, args.band))
     elif shipped_band() != band:
         log.warning("the shipped band (%s) differs from the recorded cases' under this code: "
                     "run with --write-band", BAND)

@@ -165,6 +165,22 @@ def _covered(test: str, *fragments: str) -> Callable[[Sandbox, Command], None]:
     return check
 
 
+def _prediction_check(box: Sandbox, cmd: Command) -> None:
+    """The model against the recorded sweeps, its table and band written into the sandbox: the
+    same table as the one committed (docs/benchmarks/prediction-check.md), and with
+    --write-band, the band the package ships."""
+    out, band = box.root / "check", box.root / "band.json"
+    done = subprocess.run(["bash", "-ec", f"{cmd.text} --out {out} --band {band}"], cwd=box.root,
+                          env=box.env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, f"{cmd}: failed\n{done.stderr[-3000:]}"
+    committed = REPO / "docs" / "benchmarks" / "prediction-check.md"
+    assert out.with_suffix(".md").read_text() == committed.read_text(), \
+        f"{cmd}: the committed table is stale (run it again and commit {committed.name})"
+    if "--write-band" in cmd.text:
+        shipped = REPO / "src" / "perfstudy" / "decide" / "prediction_band.json"
+        assert band.read_text() == shipped.read_text(), f"{cmd}: the shipped band is stale"
+
+
 def _suite(box: Sandbox, cmd: Command) -> None:
     """`make test` is the suite this test is part of."""
 
@@ -178,6 +194,7 @@ RULES: list[tuple[str, Callable[[Sandbox, Command], None]]] = [
      _covered("tests/workflow/test_workflow.py", "device_check.sh", '"gpu", str(tmp_path / "gpu")')),
     (r"^make compare A=\S+ B=\S+$", _covered("tests/e2e/test_concurrency.py", '"compare"', "A={folders[0]}")),
     (r"^\.venv/bin/snakemake ", _dry_snakemake),
+    (r"^\.venv/bin/python scripts/prediction_check\.py( --write-band)?$", _prediction_check),
     (r"^(\w+=\S+ )*\.venv/bin/python scripts/train\.py ", _train_smoke),
     (r"^\.venv/bin/mlflow ui ", _ui),
     (r"^initdb ", _covered("tests/servers.py", '"initdb"', '"pg_ctl"')),

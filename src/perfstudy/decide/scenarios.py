@@ -12,7 +12,8 @@ in interleaved rounds (perfstudy.run.sweep), each setting placed within 10 % of 
   is counted apart (an abstention, not a pick), with the place of what it kept and of its open
   candidate (the setting its rounds were still measuring);
 * a wrong "no setting helps": said while the run's own setting decidedly does not hold;
-* the model's predicted step at every swept setting against its measured median (target 15 %);
+* the model's predicted step at every swept setting against its measured median (target 15 %),
+  and whether its error band (perfstudy.decide.prediction_band) holds that median;
 * whether the answer was verified (perfstudy.decide.verify), the step it promises (the
   measured one when verified) against the sweep's at that setting, and the model's own
   prediction there (its error, apart from the pick);
@@ -103,6 +104,15 @@ class PredictionPoint:
     setting: str
     measured: MedianInterval
     predicted_ms: float
+    low_ms: float | None = None  # the model's band around it (None: no band, or open)
+    high_ms: float | None = None
+
+    @property
+    def covered(self) -> bool | None:
+        """Does the band hold the measured median (None: no band)?"""
+        if self.low_ms is None or self.high_ms is None:
+            return None
+        return self.low_ms <= self.measured.median <= self.high_ms
 
     @property
     def error(self) -> float:
@@ -169,8 +179,11 @@ def _score(diagnosed, sweep: Sweep, answer: Recommendation, advice, arms
     own = _setting_of(diagnosed.summary.operator_settings or {}, key)
     pick, own_place = _placed_at(sweep, placed, picked), _placed_at(sweep, placed, own)
     pick_ms = pick.step.median if pick and pick.step else None
-    points = [PredictionPoint(spec.name, f"{key}={point.label}", pl.step,
-                              predict(advice, point.settings).step_ms) for point, pl in steady]
+    points = []
+    for point, pl in steady:
+        predicted = predict(advice, point.settings).step_ms
+        points.append(PredictionPoint(spec.name, f"{key}={point.label}", pl.step, predicted,
+                                      *advice.interval(predicted)))
     if action != "cannot_help":
         wrong_no_help = False
     else:

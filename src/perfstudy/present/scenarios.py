@@ -78,7 +78,9 @@ def points_table(points: list[PredictionPoint]) -> pd.DataFrame:
     return pd.DataFrame([{
         "scenario": p.scenario, "setting": p.setting, "measured step (ms)": round(p.measured.median),
         "measured": p.measured.words(" ms", "rounds"), "predicted step (ms)": round(p.predicted_ms),
-        "error": pct(p.error, 1, signed=True)} for p in points])
+        "error": pct(p.error, 1, signed=True),
+        "model's band (ms)": "" if p.covered is None else f"{p.low_ms:.0f}-{p.high_ms:.0f}",
+        "band holds it": "" if p.covered is None else "yes" if p.covered else "NO"} for p in points])
 
 
 def _count(scores: list, value) -> str:

@@ -27,11 +27,22 @@ def windows_table(arms: list) -> pd.DataFrame:
                 "predicted (ms)": round(m.predicted_ms),
                 "measured (ms)": "" if m.measured_ms is None else round(m.measured_ms),
                 "error": "" if m.error is None else pct(m.error, 1, signed=True),
+                **_band(advice, m.predicted_ms, m.measured_ms),
                 "rounds": m.windows, "steps": m.steps,
                 "step / current (95 %)": "reference" if comp is None else comp.words(),
                 "outcome": "" if comp is None else comp.outcome,
                 "recommended": "yes" if index == checked.chosen and index else ""})
     return pd.DataFrame(rows)
+
+
+def _band(advice, predicted_ms: float, measured_ms: float | None) -> dict[str, str]:
+    """The model's band around a prediction and whether it holds the measured step ('' where
+    no band shipped or an end is open)."""
+    low, high = advice.interval(predicted_ms) if advice else (None, None)
+    if low is None or high is None:
+        return {"model's band (ms)": "", "band holds it": ""}
+    held = "" if measured_ms is None else "yes" if low <= measured_ms <= high else "NO"
+    return {"model's band (ms)": f"{low:.0f}-{high:.0f}", "band holds it": held}
 
 
 def cost_lines(arms: list) -> list[str]:

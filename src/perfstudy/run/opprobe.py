@@ -81,28 +81,31 @@ class _Items:
         return self.length
 
 
-def _cpu_seconds() -> float:
-    """CPU time of this process and all its children so far (worker processes included)."""
+def _cpu_seconds() -> tuple[float, float]:
+    """(CPU time of this process and all its children so far (worker processes included),
+    of this process alone)."""
     me = psutil.Process()
-    total = sum(me.cpu_times()[:2])
+    own = total = sum(me.cpu_times()[:2])
     for child in me.children(recursive=True):
         try:
             total += sum(child.cpu_times()[:2])
         except psutil.Error:  # a worker that ended meanwhile
             continue
-    return total
+    return total, own
 
 
-def _time_pipeline(dataset: ds.Dataset, warm: int, count: int) -> tuple[float, float]:
-    """(wall s, CPU s) of `count` rows after `warm` rows (start-up of threads or processes)."""
+def _time_pipeline(dataset: ds.Dataset, warm: int, count: int) -> tuple[float, float, float]:
+    """(wall s, CPU s, this process's own CPU s) of `count` rows after `warm` rows (start-up of
+    threads or processes)."""
     iterator = dataset.create_tuple_iterator(num_epochs=1, output_numpy=True)
     try:
         for _ in range(warm):
             next(iterator)
-        wall, cpu = time.perf_counter(), _cpu_seconds()
+        wall, (cpu, own) = time.perf_counter(), _cpu_seconds()
         for _ in range(count):
             next(iterator)
-        return time.perf_counter() - wall, _cpu_seconds() - cpu
+        cpu_after, own_after = _cpu_seconds()
+        return time.perf_counter() - wall, cpu_after - cpu, own_after - own
     finally:
         iterator.stop()
 
@@ -343,7 +346,7 @@ def _gil_point(op: _Op, pipe_cfg, rows: int, batches: float) -> GilPoint:
     order = random.Random(20221026)
 
     def ms_per_batch() -> float:
-        wall, _ = _time_pipeline(_alone(op, pipe_cfg, 1, False, warm + rows), warm, rows)
+        wall, _, _ = _time_pipeline(_alone(op, pipe_cfg, 1, False, warm + rows), warm, rows)
         return 1e3 * wall / batches
 
     readings = []
@@ -380,8 +383,8 @@ def _measure(op: _Op, pipe_cfg, cpus: int) -> tuple[list[ProbeReading], GilPoint
             # warm it for half a batch, as training runs it for many
             warm = max(2 * workers, min(op.rows_per_batch // 2, 16)) if processes else 2 * workers
             try:
-                wall, cpu = _time_pipeline(_alone(op, pipe_cfg, workers, processes,
-                                                  warm + rows), warm, rows)
+                wall, cpu, own = _time_pipeline(_alone(op, pipe_cfg, workers, processes,
+                                                       warm + rows), warm, rows)
             except Exception as exc:  # noqa: BLE001 - e.g. a transform that cannot be pickled
                 log.warning("probe of %s at %d %s workers failed: %s", op.operation, workers,
                             "process" if processes else "thread", exc)
@@ -389,7 +392,8 @@ def _measure(op: _Op, pipe_cfg, cpus: int) -> tuple[list[ProbeReading], GilPoint
                     str(exc).strip() or type(exc).__name__).splitlines()[0][:200]))
                 continue
             points.append(ProbeReading(workers, processes, 1e3 * wall / batches,
-                                       1e3 * cpu / batches))
+                                       1e3 * cpu / batches,
+                                       parent_cpu_ms_per_batch=1e3 * own / batches))
     if not op.processes or not any(p.ran for p in points):
         return points, None
     busy = waits(points, batches)

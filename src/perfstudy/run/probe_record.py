@@ -19,6 +19,10 @@ class ProbeReading:
     cpu_ms_per_batch: float | None = doc("process CPU ms per batch", default=None)
     error: str | None = doc("why the setting could not run (e.g. a transform that cannot be "
                             "pickled for processes)", default=None)
+    parent_cpu_ms_per_batch: float | None = doc(
+        "of cpu_ms_per_batch, the probing process's own (its worker processes' left out): in "
+        "processes, the hand-off of rows to and from them, which in training runs in the "
+        "training process (None: not recorded, older runs)", default=None)
 
     @property
     def ran(self) -> bool:

@@ -93,7 +93,15 @@ def test_the_probe_measures_which_transform_needs_the_gil(transform, args, needs
     # reading is shown on failure.
     readings = []
     for _ in range(3):
-        gil = opprobe.probe(cfg.pipeline, root, 2)[0].gil
+        probed = opprobe.probe(cfg.pipeline, root, 2)[0]
+        # the probing process's own CPU: all of it in threads; in processes, the workers'
+        # Python is theirs, and only the hand-off stays in the process that trains
+        for point in probed.measured():
+            if point.multiprocessing:
+                assert 0 < point.parent_cpu_ms_per_batch < point.cpu_ms_per_batch, point
+            else:
+                assert point.parent_cpu_ms_per_batch == point.cpu_ms_per_batch, point
+        gil = probed.gil
         assert 0.0 < gil.free < 1.0 and gil.wall_ms_per_batch_beside > 0
         share = gil.gil_ms_per_batch / gil.wall_ms_per_batch_alone
         readings.append({"share": round(share, 3), **asdict(gil)})
