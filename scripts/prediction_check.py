@@ -50,6 +50,9 @@ def record(results: Path, cases: Path) -> list[Path]:
             place = summary.scenario
             if place is None or place.role != ScenarioPlace.DIAGNOSED:
                 continue
+            if not (run / "diagnosis.json").exists():
+                log.warning("%s: not analysed yet (no diagnosis.json); not recorded", run.name)
+                continue
             truth_dir = study / f"{place.truth or place.name}_sweep"
             if not (truth_dir / "summary.json").exists() or read_summary(truth_dir).sweep is None:
                 log.warning("%s: no measured sweep (%s); not recorded", run.name, truth_dir)

@@ -7,6 +7,7 @@ by making a new one, never by editing."""
 from __future__ import annotations
 
 import dataclasses
+import statistics
 from dataclasses import dataclass, replace
 
 import pandas as pd
@@ -73,7 +74,8 @@ class Advice(Model):
     now_binding: str = doc("what binds at the run's own setting")
     now_slowest_stage: str = doc("the slowest stage at the run's own setting")
     gain: float = doc("predicted now / pick - 1")
-    now_error: float = doc("(predicted now - measured) / measured")
+    now_error: float = doc("(predicted now - measured) / measured; measured: the median of the "
+                           "run's window and its verification rounds' windows of its own setting")
     sentence: str = doc("the prediction in words")
     pick_is_recommendation: bool = doc("the pick is the answer's setting (else measurement "
                                        "overruled it, or no verdict was issued)", default=True)
@@ -91,6 +93,15 @@ class Advice(Model):
     def of(cls, model: Model, **fields) -> Advice:
         """The advice on `model`: its fields, and the prediction's (`fields`)."""
         return cls(**{f.name: getattr(model, f.name) for f in dataclasses.fields(Model)}, **fields)
+
+
+def own_step_ms(summary: RunSummary) -> float:
+    """The run's own setting's step: the median of its measured window and, once the
+    verification ran, each of its rounds' windows of the own setting (plan[0])."""
+    rounds = summary.verification.rounds if summary.verification else None
+    steps = [summary.steady_step_ms] + [v.window.step_ms for v in (rounds.kept() if rounds else [])
+                                        if v.setting == 0 and v.window.step_ms]
+    return statistics.median(steps)
 
 
 def step_swing(model: Model, stage: Stage) -> Swing:
@@ -130,10 +141,13 @@ def advise(summary: RunSummary, ops: pd.DataFrame | None, band: ErrorBand | None
     model = rates(summary, ops)
     now = current_settings(model)
     # The model gives the shape across settings; the run's own measured step gives the level
-    # (what it leaves out, e.g. the cores' oversubscription, scales with the step).
+    # (what it leaves out, e.g. the cores' oversubscription, scales with the step): the median
+    # of every measurement of it, its window and its verification rounds' windows, so that one
+    # window's noise does not carry into every prediction.
     raw_row = predict(model, now)
     raw = raw_row.model_step_ms
-    level = summary.steady_step_ms / raw if raw > 0 else 1.0
+    measured = own_step_ms(summary)
+    level = measured / raw if raw > 0 else 1.0
     slowest = model.stage(raw_row.slowest_stage)
     if raw_row.binding == "pipeline" and slowest is not None and slowest.kind == "probed":
         # the step is set by an operator measured alone at this very setting: sharing the cores
@@ -160,7 +174,7 @@ def advise(summary: RunSummary, ops: pd.DataFrame | None, band: ErrorBand | None
                      predicted_now_ms=now_row.step_ms, pick_binding=pick.binding,
                      now_binding=now_row.binding, now_slowest_stage=now_row.slowest_stage,
                      gain=now_row.step_ms / pick.step_ms - 1,
-                     now_error=(now_row.step_ms - summary.steady_step_ms) / summary.steady_step_ms,
+                     now_error=(now_row.step_ms - measured) / measured,
                      sentence=advisor_sentence(model, now_row, pick, best, summary, band),
                      band=band)
 
@@ -186,8 +200,11 @@ def advisor_sentence(model: Model, now: Prediction, pick: Prediction, best: Pred
     basis = "" if model.source == "profile" else f" (from the {model.source})"
     if abs(model.level - 1) > 0.05:  # say what the levelling did to the numbers
         basis += f" (model levelled x{model.level:.2f} on the measured step)"
-    head = (f"Predicted from this run{basis}: now {_step(now, band)} per step (measured "
-            f"{summary.steady_step_ms:.0f} ms)")
+    rounds = summary.verification.rounds if summary.verification else None
+    own = sum(1 for v in (rounds.kept() if rounds else []) if v.setting == 0 and v.window.step_ms)
+    said = f"{own_step_ms(summary):.0f} ms" + (f", the median of its window and {own} rounds"
+                                               if own else "")
+    head = f"Predicted from this run{basis}: now {_step(now, band)} per step (measured {said})"
     if pick is now or pick.settings == now.settings:
         return (f"{head}; no setting of {len(model.stages)} sized operator(s) up to "
                 f"{model.cores} workers is predicted to be {pct(WITHIN_BEST)} faster (best {best.step_ms:.0f} "

@@ -29,7 +29,9 @@ two take turns (docs/lab-notes.md#gil-turns), in thread workers and
                          many there are; in processes: at that setting) + the network's
                          wall-ms per step
 Finally the model is levelled on the run: every prediction x (measured step / modelled step at
-the run's own setting), within 0.67..1.5; the shape across settings is the model's.
+the run's own setting), within 0.67..1.5, the measured step being the median of every window of
+that setting (the run's own and, once they ran, its verification rounds'); the shape across
+settings is the model's.
 The gap share is not predicted: how the network's time stretches when the cores are
 shared is the scheduler's doing (docs/lab-notes.md#network-share).
 """

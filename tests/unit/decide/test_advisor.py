@@ -371,3 +371,24 @@ def test_a_decoding_map_with_python_is_predicted_prepared_from_its_probe_on_prep
     # not probed on prepared rows: no prediction (never a guess from pixels)
     unprobed = _mixed_map(None)
     assert remedies.prepared_prediction(advisor.advise(unprobed, None), unprobed) is None
+
+
+def test_the_level_is_the_median_of_every_window_of_the_own_setting():
+    """One window's noise must not carry into every prediction: once the verification measured
+    the own setting in rounds, the model is levelled on the median of those windows and the
+    run's own (3040 ms here, against rounds of 2700, 2750 and 4000 ms: median 2895)."""
+    from dataclasses import replace
+
+    from records import make_verification
+
+    key = settings.PRIMARY_KEY
+    base = make_summary(_summary(cores=8))
+    alone = advisor.advise(base, _ops(95.0, 95.0))
+    rounds = make_verification([({key: 1}, 3040.0), ({key: 6}, 507.0)],
+                               [[2700.0, 2750.0, 4000.0], [520.0, 510.0, 530.0]])
+    verified = replace(base, verification=rounds)
+    assert advisor.own_step_ms(verified) == pytest.approx(2895.0)
+    advice = advisor.advise(verified, _ops(95.0, 95.0))
+    assert advice.level == pytest.approx(alone.level * 2895.0 / 3040.0)
+    assert advice.predicted_now_ms == pytest.approx(2895.0)
+    assert "measured 2895 ms, the median of its window and 3 rounds" in advice.sentence
