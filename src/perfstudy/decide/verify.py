@@ -161,8 +161,9 @@ def plan(advice: Advice, k: int) -> list[Planned]:
     others = [s for s in modes + [canonical(r.settings) for r in rows]
               if worth_measuring(advice, s)]
     ordered = ([pick] if not _same(pick, now) else []) + others
-    if not any(not _same(s, now) for s in ordered):
-        ordered = modes[:1]  # "no setting helps" is measured, not only predicted
+    if not any(not _same(s, now) for s in ordered):  # "no setting helps" is measured too:
+        fastest = [canonical(r.settings) for r in rows if not _same(canonical(r.settings), now)]
+        ordered = (modes or fastest)[:1]  # the slow operator's best mode, else the fastest other
     for settings in ordered:
         if len(chosen) >= k:
             break
