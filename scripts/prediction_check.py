@@ -75,6 +75,10 @@ def record(results: Path, cases: Path) -> list[Path]:
     return written
 
 
+def _held(point: pc.CasePoint) -> str:
+    return "yes" if point.held_out else "no" if point.admitted else "not admitted"
+
+
 def _share(value: float | None) -> str:
     return "-" if value is None else pct(value)
 
@@ -99,7 +103,7 @@ def goals_table(by_method: dict[str, list[pc.Judged]]) -> pd.DataFrame:
 def tables(judged: list[pc.Judged]) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(every setting, every case) as the check prints them."""
     settings = pd.DataFrame([{
-        "case": j.point.case, "held out": "yes" if j.point.held_out else "no",
+        "case": j.point.case, "held out": _held(j.point),
         "setting": j.point.setting + (" (own)" if j.point.own else ""),
         "measured (ms)": round(j.point.measured_ms), "predicted (ms)": round(j.point.predicted_ms),
         "error": pct(j.point.relative, 1, signed=True), "binds": j.point.binding,
@@ -107,7 +111,8 @@ def tables(judged: list[pc.Judged]) -> tuple[pd.DataFrame, pd.DataFrame]:
         else f"{j.low_ms:.0f}-{j.high_ms:.0f}",
         "covered": "yes" if j.covered else "NO", "band's errors": j.band_points} for j in judged])
     cases = pd.DataFrame([{
-        "case": s.case, "held out": "yes" if s.held_out else "no", "settings": s.settings,
+        "case": s.case, "held out": "yes" if s.held_out else "no" if s.admitted
+        else "not admitted (a disturbed truth)", "settings": s.settings,
         f"within {pct(PREDICTION_TARGET)}": f"{s.within} of {s.settings}",
         "worst error": pct(s.worst, 1),
         f"top candidate within {pct(GAIN_THAT_MATTERS)}": f"{'yes' if s.top_within else 'NO'} "
@@ -134,7 +139,14 @@ def main(argv: list[str] | None = None) -> int:
             log.info("recorded %s", folder)
     if not args.cases.is_dir() or not any(args.cases.glob(f"*/{pc.CASE_FILE}")):
         raise UserError(f"{args.cases} holds no recorded case; record one with --record RESULTS.")
-    points = [p for case in pc.load_cases(args.cases) for p in pc.case_points(case)]
+    loaded = pc.load_cases(args.cases)
+    for case in loaded:
+        if not case.admitted:
+            over, kept = case.disturbed
+            log.info("%s: not admitted: %d of its sweep's %d kept windows had other processes "
+                     "over the rounds' limit (its truth is shown, never read into a band)",
+                     case.name, over, kept)
+    points = [p for case in loaded for p in pc.case_points(case)]
     by_method = {method: pc.leave_one_out(points, method=method) for method in METHODS}
     settings, cases = tables(by_method[STUDENT])
     goals = goals_table(by_method)

@@ -16,6 +16,10 @@ measured step, how wide is it. Scenarios that share a sweep (decode_1 and decode
 together. Held-out scenarios never enter any band: they are judged against the band of every
 calibration scenario, and reported apart. Also per case: predictions within 15 %, and whether the
 model's fastest predicted swept setting is within 10 % of the sweep's fastest measured.
+
+A case whose truth was measured while other processes took the CPU (more than half of the
+sweep's kept windows still over the rounds' interference limit at their second reading) is not
+admitted: its errors are shown, never read into a band or a goal (DISTURBED_TRUTH).
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from perfstudy.run.settings import MP
 from perfstudy.run.summary import RunSummary, read_summary
 
 CASE_FILE = "case.json"
+DISTURBED_TRUTH = 0.5  # share of a sweep's kept windows over the interference limit
 
 
 @dataclass(frozen=True)
@@ -59,6 +64,17 @@ class Case:
     truth: RunSummary
     name: str
 
+    @property
+    def disturbed(self) -> tuple[int, int]:
+        """(kept windows of its sweep still over the interference limit, kept windows)."""
+        rounds = self.truth.sweep.rounds if self.truth.sweep else None
+        return (rounds.disturbed_kept(), len(rounds.kept())) if rounds else (0, 0)
+
+    @property
+    def admitted(self) -> bool:
+        over, kept = self.disturbed
+        return kept > 0 and over / kept <= DISTURBED_TRUTH
+
 
 @dataclass(frozen=True)
 class CasePoint:
@@ -74,6 +90,7 @@ class CasePoint:
     predicted_own_ms: float  # the model at the run's own setting
     measured_own_ms: float | None  # the sweep's median there (None: not swept)
     binding: str
+    admitted: bool = True  # its truth undisturbed (Case.admitted): in bands and goals
 
     @property
     def error(self) -> float:
@@ -130,13 +147,14 @@ def case_points(case: Case) -> list[CasePoint]:
     for at, (point, ms) in measured.items():
         row = predict(advice, point.settings)
         out.append(CasePoint(case.name, case.info.truth, case.info.held_out, point.label,
-                             at == own, ms, row.step_ms, predicted_own, own_ms, row.binding))
+                             at == own, ms, row.step_ms, predicted_own, own_ms, row.binding,
+                             case.admitted))
     return out
 
 
 def calibrate(points: list[CasePoint], level: float = BAND_LEVEL, method: str = STUDENT) -> ErrorBand:
-    """The band from every calibration (not held-out) point."""
-    use = [p for p in points if not p.held_out]
+    """The band from every admitted calibration (not held-out) point."""
+    use = [p for p in points if not p.held_out and p.admitted]
     return band_from([p.error for p in use],
                      [p.gain_error for p in use if p.gain_error is not None],
                      [p.group for p in use], level, method)
@@ -167,7 +185,7 @@ def leave_one_out(points: list[CasePoint], level: float = BAND_LEVEL,
                   method: str = STUDENT) -> list[Judged]:
     """Each calibration group judged by the band of the other groups; each held-out point by
     the band of every calibration group."""
-    calibration = [p for p in points if not p.held_out]
+    calibration = [p for p in points if not p.held_out and p.admitted]
     out = []
     for p in points:
         others = [q for q in calibration if q.group != p.group]
@@ -190,6 +208,7 @@ class CaseScore:
     #                   the sweep's fastest measured
     covered: int  # settings the leave-one-out band covers
     median_half_width: float | None
+    admitted: bool = True
 
     @property
     def top_within(self) -> bool:
@@ -208,7 +227,7 @@ def score_cases(judged: list[Judged]) -> list[CaseScore]:
                              max(abs(p.relative) for p in points),
                              top.measured_ms / min(p.measured_ms for p in points),
                              sum(1 for j in rows if j.covered),
-                             widths[len(widths) // 2] if widths else None))
+                             widths[len(widths) // 2] if widths else None, points[0].admitted))
     return out
 
 
@@ -225,7 +244,7 @@ class Goals:
 
 
 def goals(judged: list[Judged], held_out: bool) -> Goals | None:
-    rows = [j for j in judged if j.point.held_out == held_out]
+    rows = [j for j in judged if j.point.held_out == held_out and j.point.admitted]
     if not rows:
         return None
     scores = [s for s in score_cases(rows)]

@@ -37,6 +37,10 @@ def test_held_out_points_never_enter_a_band_and_each_group_is_judged_without_its
     points = [_point(f"c{i}", f"g{i}", 1000 + 10 * i, 1000) for i in range(6)]
     wild = _point("bad", "gbad", 3000, 1000, held_out=True)
     assert pc.calibrate(points + [wild]) == pc.calibrate(points)
+    from dataclasses import replace
+    disturbed = replace(_point("noisy", "gnoisy", 3000, 1000), admitted=False)
+    assert pc.calibrate(points + [disturbed]) == pc.calibrate(points)
+    assert pc.goals(pc.leave_one_out(points + [disturbed]), False).settings == len(points)
     twins = [_point("t1", "twin", 2000, 1000), _point("t2", "twin", 2000, 1000)]
     judged = pc.leave_one_out(points + twins + [wild])
     by_case = {j.point.case: j for j in judged}
@@ -60,3 +64,9 @@ def test_the_shipped_band_is_the_recorded_cases_band_under_this_code():
     assert shipped.step.low == pytest.approx(found.step.low) and shipped.step.high == pytest.approx(found.step.high)
     assert shipped.gain.low == pytest.approx(found.gain.low) and shipped.gain.high == pytest.approx(found.gain.high)
     assert not set(shipped.scenarios) & {c.info.truth for c in cases if c.info.held_out}
+    # a truth measured while other processes took the CPU is shown, never read into the band
+    for case in cases:
+        over, kept = case.disturbed
+        assert case.admitted == (over <= kept / 2)
+        if not case.admitted:
+            assert case.info.truth not in shipped.scenarios
