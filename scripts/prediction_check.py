@@ -29,7 +29,7 @@ import pandas as pd
 from perfstudy.common.io import read_json, write_json
 from perfstudy.common.thresholds import GAIN_THAT_MATTERS, PREDICTION_TARGET, pct
 from perfstudy.decide import prediction_cases as pc
-from perfstudy.decide.prediction_band import METHODS, STUDENT, shipped_band, write_band
+from perfstudy.decide.prediction_band import AUTO, METHODS, shipped_band, write_band
 from perfstudy.orchestrate.cli import UserError, main_guard, setup_logging
 from perfstudy.present.document import md_table
 from perfstudy.run.summary import ScenarioPlace, read_summary
@@ -148,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
                      case.name, over, kept)
     points = [p for case in loaded for p in pc.case_points(case)]
     by_method = {method: pc.leave_one_out(points, method=method) for method in METHODS}
-    settings, cases = tables(by_method[STUDENT])
+    settings, cases = tables(by_method[AUTO])
     goals = goals_table(by_method)
     band = pc.calibrate(points)
     text = "\n\n".join([

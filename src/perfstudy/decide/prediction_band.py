@@ -8,12 +8,15 @@ docs/benchmarks/predictions/) give, at every swept setting, the error
 and, against the run's own setting, the error of the predicted gain
     g = log(measured step / measured own step) - log(predicted step / predicted own step).
 Two ways to turn n errors into a 90 % band, both general (nothing in them knows a transform):
-* `student` (the one shipped): the normal-theory prediction interval of the next error,
+* `student`: the normal-theory prediction interval of the next error,
   mean +- t(0.95, n - 1) x sd x sqrt(1 + 1/n) (a new error's spread, plus the mean's own);
   it bounds both ends from 3 errors, and leans on the errors being roughly normal in log;
 * `conformal`: the split-conformal interval (Vovk; Lei et al. 2018): with n errors sorted, the
   floor((n + 1) x 0.05)-th and the ceil((n + 1) x 0.95)-th; distribution-free, but an end is
   open (None) below 19 errors, and at 19-39 it is the most extreme error recorded.
+The shipped band (`auto`) is the conformal one wherever it is bounded and the Student one
+below that: on the recorded cases the log errors have heavier tails than a normal's (left out in
+turn, the Student band covered 83 % of 30 settings at a nominal 90 %; the conformal one 93 %).
 Either covers a new case's error at the stated level only where the new case is like the
 recorded ones: the validation (perfstudy.decide.prediction_cases) checks it by leaving one
 scenario out at a time, and on transforms never recorded into any band (held out).
@@ -37,8 +40,8 @@ from perfstudy.common.records import doc, read_record, write_record
 
 BAND_LEVEL = 0.90
 BAND_FILE = "prediction_band.json"
-STUDENT, CONFORMAL = "student", "conformal"
-METHODS = (STUDENT, CONFORMAL)
+STUDENT, CONFORMAL, AUTO = "student", "conformal", "auto"
+METHODS = (AUTO, STUDENT, CONFORMAL)
 
 
 @dataclass(frozen=True)
@@ -68,7 +71,8 @@ class ErrorBand:
     RERUN = "make it again with scripts/prediction_check.py --write-band"
 
     level: float = doc("the band's coverage")
-    method: str = doc("student (normal-theory prediction interval) | conformal (split-conformal)")
+    method: str = doc("student (normal-theory prediction interval) | conformal (split-conformal) "
+                      "| auto (conformal where bounded, else student; each of step and gain)")
     step: Ends = doc("measured / predicted step, at any setting")
     gain: Ends = doc("measured / predicted step ratio to the run's own setting (the gain's error)")
     points: int = doc("swept settings whose errors the band is read from")
@@ -111,10 +115,19 @@ def student_ends(errors: list[float], level: float = BAND_LEVEL) -> Ends:
     return Ends(math.exp(mean - half), math.exp(mean + half))
 
 
+def auto_ends(errors: list[float], level: float = BAND_LEVEL) -> Ends:
+    """The conformal ends where both are bounded (19 errors or more at 90 %), else Student's."""
+    ends = conformal_ends(errors, level)
+    return ends if ends.low is not None and ends.high is not None else student_ends(errors, level)
+
+
+ENDS = {STUDENT: student_ends, CONFORMAL: conformal_ends, AUTO: auto_ends}
+
+
 def band_from(step_errors: list[float], gain_errors: list[float], scenarios: list[str],
-              level: float = BAND_LEVEL, method: str = STUDENT) -> ErrorBand:
+              level: float = BAND_LEVEL, method: str = AUTO) -> ErrorBand:
     """The band of these log errors (step: every setting; gain: settings other than the own)."""
-    ends = student_ends if method == STUDENT else conformal_ends
+    ends = ENDS[method]
     return ErrorBand(level, method, ends(step_errors, level), ends(gain_errors, level),
                      len(step_errors), len(gain_errors), sorted(set(scenarios)))
 

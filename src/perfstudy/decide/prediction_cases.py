@@ -34,7 +34,7 @@ from perfstudy.common.io import read_json
 from perfstudy.common.records import doc
 from perfstudy.common.thresholds import GAIN_THAT_MATTERS, PREDICTION_TARGET
 from perfstudy.decide.advisor import advise
-from perfstudy.decide.prediction_band import BAND_LEVEL, STUDENT, ErrorBand, band_from
+from perfstudy.decide.prediction_band import AUTO, BAND_LEVEL, ErrorBand, band_from
 from perfstudy.decide.whatif import canonical, predict
 from perfstudy.run.settings import MP
 from perfstudy.run.summary import RunSummary, read_summary
@@ -152,7 +152,7 @@ def case_points(case: Case) -> list[CasePoint]:
     return out
 
 
-def calibrate(points: list[CasePoint], level: float = BAND_LEVEL, method: str = STUDENT) -> ErrorBand:
+def calibrate(points: list[CasePoint], level: float = BAND_LEVEL, method: str = AUTO) -> ErrorBand:
     """The band from every admitted calibration (not held-out) point."""
     use = [p for p in points if not p.held_out and p.admitted]
     return band_from([p.error for p in use],
@@ -182,7 +182,7 @@ class Judged:
 
 
 def leave_one_out(points: list[CasePoint], level: float = BAND_LEVEL,
-                  method: str = STUDENT) -> list[Judged]:
+                  method: str = AUTO) -> list[Judged]:
     """Each calibration group judged by the band of the other groups; each held-out point by
     the band of every calibration group."""
     calibration = [p for p in points if not p.held_out and p.admitted]
