@@ -95,10 +95,12 @@ def test_the_probe_measures_which_transform_needs_the_gil(transform, args, needs
     for _ in range(3):
         probed = opprobe.probe(cfg.pipeline, root, 2)[0]
         # the probing process's own CPU: all of it in threads; in processes, the workers'
-        # Python is theirs, and only the hand-off stays in the process that trains
+        # Python is theirs, and only the hand-off stays in the process that trains (a sleep's
+        # workers use no CPU the kernel's 10 ms ticks can see: there the two read the same)
         for point in probed.measured():
             if point.multiprocessing:
-                assert 0 < point.parent_cpu_ms_per_batch < point.cpu_ms_per_batch, point
+                assert 0 <= point.parent_cpu_ms_per_batch <= point.cpu_ms_per_batch, point
+                assert point.parent_cpu_ms_per_batch < point.cpu_ms_per_batch or not needs_gil, point
             else:
                 assert point.parent_cpu_ms_per_batch == point.cpu_ms_per_batch, point
         gil = probed.gil
