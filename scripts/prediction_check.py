@@ -26,7 +26,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from perfstudy.common.io import read_json, write_json
+from perfstudy.common.io import read_json
+from perfstudy.common.records import write_record
 from perfstudy.common.thresholds import GAIN_THAT_MATTERS, PREDICTION_TARGET, pct
 from perfstudy.decide import prediction_cases as pc
 from perfstudy.decide.prediction_band import AUTO, METHODS, shipped_band, write_band
@@ -70,7 +71,7 @@ def record(results: Path, cases: Path) -> list[Path]:
                                f"{env.get('cpu_model', '?')}, {env.get('usable_cpus', '?')} CPUs",
                                (summary.started_at or "")[:10],
                                f"snakemake --config study={summary.study} results={results}")
-            write_json(folder / pc.CASE_FILE, dataclasses.asdict(info))
+            write_record(folder / pc.CASE_FILE, info)
             written.append(folder)
     return written
 

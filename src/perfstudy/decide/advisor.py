@@ -95,13 +95,17 @@ class Advice(Model):
         return cls(**{f.name: getattr(model, f.name) for f in dataclasses.fields(Model)}, **fields)
 
 
+def _own_round_steps(summary: RunSummary) -> list[float]:
+    """The verification rounds' steady windows of the run's own setting (plan[0])."""
+    rounds = summary.verification.rounds if summary.verification else None
+    return [v.window.step_ms for v in (rounds.kept() if rounds else [])
+            if v.setting == 0 and v.window.step_ms]
+
+
 def own_step_ms(summary: RunSummary) -> float:
     """The run's own setting's step: the median of its measured window and, once the
-    verification ran, each of its rounds' windows of the own setting (plan[0])."""
-    rounds = summary.verification.rounds if summary.verification else None
-    steps = [summary.steady_step_ms] + [v.window.step_ms for v in (rounds.kept() if rounds else [])
-                                        if v.setting == 0 and v.window.step_ms]
-    return statistics.median(steps)
+    verification ran, each of its rounds' windows of the own setting."""
+    return statistics.median([summary.steady_step_ms, *_own_round_steps(summary)])
 
 
 def step_swing(model: Model, stage: Stage) -> Swing:
@@ -200,8 +204,7 @@ def advisor_sentence(model: Model, now: Prediction, pick: Prediction, best: Pred
     basis = "" if model.source == "profile" else f" (from the {model.source})"
     if abs(model.level - 1) > 0.05:  # say what the levelling did to the numbers
         basis += f" (model levelled x{model.level:.2f} on the measured step)"
-    rounds = summary.verification.rounds if summary.verification else None
-    own = sum(1 for v in (rounds.kept() if rounds else []) if v.setting == 0 and v.window.step_ms)
+    own = len(_own_round_steps(summary))
     said = f"{own_step_ms(summary):.0f} ms" + (f", the median of its window and {own} rounds"
                                                if own else "")
     head = f"Predicted from this run{basis}: now {_step(now, band)} per step (measured {said})"

@@ -30,8 +30,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from perfstudy.common.io import read_json
-from perfstudy.common.records import doc
+from perfstudy.common.records import doc, read_record
 from perfstudy.common.thresholds import GAIN_THAT_MATTERS, PREDICTION_TARGET
 from perfstudy.decide.advisor import advise
 from perfstudy.decide.prediction_band import AUTO, BAND_LEVEL, ErrorBand, band_from
@@ -113,7 +112,7 @@ class CasePoint:
 
 
 def load_case(folder: Path) -> Case:
-    info = CaseInfo(**read_json(folder / CASE_FILE))
+    info = read_record(folder / CASE_FILE, CaseInfo)
     ops_file = folder / "diagnosed" / "pipeline_ops.csv"
     ops = pd.read_csv(ops_file) if ops_file.exists() else None
     return Case(info, read_summary(folder / "diagnosed"), ops, read_summary(folder / "truth"),
