@@ -21,9 +21,14 @@ class Jitter:
         return np.clip(image.astype(np.float32) * factor, 0, 255).astype(np.uint8)
 
 
-def make_dataset(root, batch_size, image_size, seed, jitter=0.1):
-    """ImageFolder -> decode and resize (C++) -> jitter (Python) -> normalize -> batch."""
+def make_dataset(root, batch_size, image_size, seed, jitter=0.1, one_map=False):
+    """ImageFolder -> decode and resize (C++) -> jitter (Python) -> normalize -> batch; with
+    `one_map`, all of them in one map, as ModelZoo's scripts write it (C++ and Python mixed)."""
     data = ds.ImageFolderDataset(root, shuffle=True, decode=False)
+    if one_map:
+        data = data.map([vision.Decode(), vision.Resize((image_size, image_size)), Jitter(jitter),
+                         vision.Rescale(1 / 255, 0), vision.HWC2CHW()], input_columns="image")
+        return data.batch(batch_size, drop_remainder=True)
     data = data.map([vision.Decode(), vision.Resize((image_size, image_size))], input_columns="image")
     data = data.map([Jitter(jitter)], input_columns="image")
     data = data.map([vision.Rescale(1 / 255, 0), vision.HWC2CHW()], input_columns="image")

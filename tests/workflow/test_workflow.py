@@ -38,14 +38,18 @@ def test_dry_run_plans_the_whole_study(tmp_path):
         assert any(line.split() == [rule, str(count)] for line in out.splitlines()), rule
 
 
-def test_a_studys_own_code_is_on_the_trainings_pythonpath(tmp_path):
+@pytest.mark.parametrize("study, operator", [("own_training", "generator_1"), ("own_pipeline", "map_1")])
+def test_a_studys_own_code_is_on_the_trainings_pythonpath(tmp_path, study, operator):
     """`code:` of a study (the user's factories' folder) is put first on PYTHONPATH of its
-    trainings: the own_training study names own_training.make_dataset from docs/examples."""
-    result = snakemake("-n", "-p", "--cores", "2", "--config", "study=own_training",
+    trainings: the own_training (own_pipeline) study names own_training.make_dataset
+    (own_pipeline.make_dataset) from docs/examples."""
+    result = snakemake("-n", "-p", "--cores", "2", "--config", f"study={study}",
                        f"results={tmp_path}/results", workdir=tmp_path)
     assert result.returncode == 0, result.stderr
     trains = [line for line in result.stdout.splitlines() if "scripts/train.py" in line]
-    assert len(trains) == 2  # the diagnosed reader and its sweep
+    assert len(trains) == 2  # the diagnosed operator and its sweep
+    assert all(f"{study}.make_dataset" in line for line in trains)
+    assert any(f"pipeline.workers.{operator}" in line for line in trains)
     assert all(f"env PYTHONPATH={REPO / 'docs' / 'examples'}" in line for line in trains)
 
 

@@ -59,6 +59,24 @@ def test_a_users_pipeline_is_built_described_by_address_and_resized_on_its_built
     assert cfg.pipeline.workers["map_2"] == 2  # the run's own config is left as it was
 
 
+def test_one_map_mixing_cpp_and_python_is_one_python_operator_sized_by_its_address(
+        own, smoke_dataset):
+    """ModelZoo's way (the own_pipeline study): C++ decode/resize, the Python jitter and C++
+    normalize in one map, which then runs Python and is sized (and put in processes) as map_1."""
+    cfg = _cfg(f"pipeline._target_={own}", "pipeline.args.one_map=true",
+               "pipeline.workers.map_1=2", "pipeline.processes.map_1=true")
+    root = load_manifest(smoke_dataset)["root"]
+    data = pipeline.create_train_dataset(root, cfg.pipeline, num_batches=3, seed=1)
+    by_address = {n["address"]: n for n in pipeline.describe(data, cfg.pipeline)}
+    assert set(by_address) - {"repeat_1"} == {"batch_1", "map_1", "imagefolder_1"}
+    mixed = by_address["map_1"]
+    assert mixed["operations"] == ["Decode", "Resize", "Jitter", "Rescale", "HWC2CHW"]
+    assert mixed["python"] is True and mixed["config_key"] == "pipeline.workers.map_1"
+    assert (mixed["num_parallel_workers"], mixed["multiprocessing"]) == (2, True)
+    images, labels = next(data.create_tuple_iterator(num_epochs=1, output_numpy=True))
+    assert images.shape == (4, 3, 32, 32) and images.dtype == np.float32 and labels.shape == (4,)
+
+
 def test_the_case_study_pipeline_is_one_factory_its_keys_aliases_of_addresses(smoke_dataset):
     cfg = _cfg("experiment=python_loop", "pipeline.extra_transform_workers=2")
     root = load_manifest(smoke_dataset)["root"]
