@@ -101,12 +101,21 @@ def goals_table(by_method: dict[str, list[pc.Judged]]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _truth(point: pc.CasePoint) -> str:
+    """How precisely the sweep knows its median: the median's interval over its rounds."""
+    if point.measured_low_ms is None or point.measured_high_ms is None:
+        return f"({point.rounds})"
+    return f"{point.measured_low_ms:.0f}-{point.measured_high_ms:.0f} ({point.rounds})"
+
+
 def tables(judged: list[pc.Judged]) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(every setting, every case) as the check prints them."""
     settings = pd.DataFrame([{
         "case": j.point.case, "held out": _held(j.point),
         "setting": j.point.setting + (" (own)" if j.point.own else ""),
-        "measured (ms)": round(j.point.measured_ms), "predicted (ms)": round(j.point.predicted_ms),
+        "measured (ms)": round(j.point.measured_ms),
+        "measured: the sweep's interval (ms), rounds": _truth(j.point),
+        "predicted (ms)": round(j.point.predicted_ms),
         "error": pct(j.point.relative, 1, signed=True), "binds": j.point.binding,
         "90 % interval (ms)": "open" if j.low_ms is None or j.high_ms is None
         else f"{j.low_ms:.0f}-{j.high_ms:.0f}",
@@ -116,6 +125,7 @@ def tables(judged: list[pc.Judged]) -> tuple[pd.DataFrame, pd.DataFrame]:
         else "not admitted (a disturbed truth)", "settings": s.settings,
         f"within {pct(PREDICTION_TARGET)}": f"{s.within} of {s.settings}",
         "worst error": pct(s.worst, 1),
+        "inside the sweep's interval": f"{s.inside_truth} of {s.settings}",
         f"top candidate within {pct(GAIN_THAT_MATTERS)}": f"{'yes' if s.top_within else 'NO'} "
                                                           f"({s.top_ratio:.2f}x)",
         "covered": f"{s.covered} of {s.settings}",

@@ -90,6 +90,9 @@ class CasePoint:
     measured_own_ms: float | None  # the sweep's median there (None: not swept)
     binding: str
     admitted: bool = True  # its truth undisturbed (Case.admitted): in bands and goals
+    measured_low_ms: float | None = None  # the sweep median's own interval over its rounds
+    measured_high_ms: float | None = None  # (how precisely the truth itself is known)
+    rounds: int = 0  # the sweep's rounds behind measured_ms
 
     @property
     def error(self) -> float:
@@ -110,6 +113,14 @@ class CasePoint:
         """predicted / measured - 1 (the error as the tables write it)."""
         return self.predicted_ms / self.measured_ms - 1
 
+    @property
+    def inside_truth(self) -> bool | None:
+        """The prediction inside the sweep median's own interval (the truth known no better than
+        that); None: no interval (under 2 rounds)."""
+        if self.measured_low_ms is None or self.measured_high_ms is None:
+            return None
+        return self.measured_low_ms <= self.predicted_ms <= self.measured_high_ms
+
 
 def load_case(folder: Path) -> Case:
     info = read_record(folder / CASE_FILE, CaseInfo)
@@ -128,6 +139,10 @@ def _swept_at(settings: dict, key: str) -> tuple[int, bool]:
     return int(settings.get(key, 1)), bool(settings.get(key + MP, False))
 
 
+def _finite(value: float) -> float | None:
+    return None if value is None or math.isnan(value) else float(value)
+
+
 def case_points(case: Case) -> list[CasePoint]:
     """The model (as the code is now) at every setting the case's sweep measured steadily."""
     sweep = case.truth.sweep
@@ -138,16 +153,17 @@ def case_points(case: Case) -> list[CasePoint]:
     measured = {}
     for point, placed in zip(sweep.points, sweep.placed(GAIN_THAT_MATTERS), strict=True):
         if placed.step:
-            measured[(point.workers, point.processes)] = (point, placed.step.median)
-    own_ms = measured.get(own, (None, None))[1]
+            measured[(point.workers, point.processes)] = (point, placed.step)
+    own_ms = measured[own][1].median if own in measured else None
     # the model's own setting: the diagnosed run's, every other operator as it ran
     predicted_own = predict(advice, canonical(advice.now)).step_ms
     out = []
-    for at, (point, ms) in measured.items():
+    for at, (point, step) in measured.items():
         row = predict(advice, point.settings)
         out.append(CasePoint(case.name, case.info.truth, case.info.held_out, point.label,
-                             at == own, ms, row.step_ms, predicted_own, own_ms, row.binding,
-                             case.admitted))
+                             at == own, step.median, row.step_ms, predicted_own, own_ms,
+                             row.binding, case.admitted, _finite(step.low), _finite(step.high),
+                             step.n))
     return out
 
 
@@ -208,6 +224,7 @@ class CaseScore:
     covered: int  # settings the leave-one-out band covers
     median_half_width: float | None
     admitted: bool = True
+    inside_truth: int = 0  # predictions inside the sweep median's own interval
 
     @property
     def top_within(self) -> bool:
@@ -226,7 +243,8 @@ def score_cases(judged: list[Judged]) -> list[CaseScore]:
                              max(abs(p.relative) for p in points),
                              top.measured_ms / min(p.measured_ms for p in points),
                              sum(1 for j in rows if j.covered),
-                             widths[len(widths) // 2] if widths else None, points[0].admitted))
+                             widths[len(widths) // 2] if widths else None, points[0].admitted,
+                             sum(1 for p in points if p.inside_truth)))
     return out
 
 

@@ -70,3 +70,19 @@ def test_the_shipped_band_is_the_recorded_cases_band_under_this_code():
         assert case.admitted == (over <= kept / 2)
         if not case.admitted:
             assert case.info.truth not in shipped.scenarios
+    # every point carries how precisely its sweep knows the truth: the median inside its interval
+    for p in points:
+        assert p.rounds >= 1
+        if p.measured_low_ms is not None:
+            assert p.measured_low_ms <= p.measured_ms <= p.measured_high_ms
+            assert p.inside_truth == (p.measured_low_ms <= p.predicted_ms <= p.measured_high_ms)
+
+
+def test_a_prediction_inside_the_sweeps_own_interval_is_told_apart_from_one_outside():
+    from dataclasses import replace
+    point = _point("c", "g", 2000, 3300)
+    assert point.inside_truth is None  # no interval: fewer than 2 rounds
+    loose = replace(point, measured_low_ms=1760.0, measured_high_ms=4080.0, rounds=7)
+    tight = replace(point, measured_low_ms=1900.0, measured_high_ms=2100.0, rounds=12)
+    assert loose.inside_truth and not tight.inside_truth
+    assert pc.score_cases(pc.leave_one_out([loose]))[0].inside_truth == 1
