@@ -77,7 +77,11 @@ def record(results: Path, cases: Path) -> list[Path]:
 
 
 def _held(point: pc.CasePoint) -> str:
-    return "yes" if point.held_out else "no" if point.admitted else "not admitted"
+    if not point.admitted:
+        return "not admitted"
+    if not point.plausible:
+        return f"{'yes' if point.held_out else 'no'}; not admitted (faster than its operator alone)"
+    return "yes" if point.held_out else "no"
 
 
 def _share(value: float | None) -> str:
@@ -158,6 +162,11 @@ def main(argv: list[str] | None = None) -> int:
                      "over the rounds' limit (its truth is shown, never read into a band)",
                      case.name, over, kept)
     points = [p for case in loaded for p in pc.case_points(case)]
+    for p in points:
+        if p.admitted and not p.plausible:
+            log.info("%s at %s: not admitted: its sweep read %.0f ms, faster than its slowest "
+                     "operator alone there (%.0f ms, the probe)", p.case, p.setting, p.measured_ms,
+                     p.alone_ms)
     by_method = {method: pc.leave_one_out(points, method=method) for method in METHODS}
     settings, cases = tables(by_method[AUTO])
     goals = goals_table(by_method)

@@ -48,8 +48,10 @@ def test_a_studys_own_code_is_on_the_trainings_pythonpath(tmp_path, study, opera
     assert result.returncode == 0, result.stderr
     trains = [line for line in result.stdout.splitlines() if "scripts/train.py" in line]
     assert len(trains) == 2  # the diagnosed operator and its sweep
-    assert all(f"{study}.make_dataset" in line for line in trains)
-    assert any(f"pipeline.workers.{operator}" in line for line in trains)
+    composes = [line for line in result.stdout.splitlines() if "scripts/compose_config.py" in line]
+    assert len(composes) == 2
+    assert all(f"pipeline._target_={study}.make_dataset" in line for line in composes)
+    assert all(f"scenario.key=pipeline.workers.{operator}" in line for line in composes)
     assert all(f"env PYTHONPATH={REPO / 'docs' / 'examples'}" in line for line in trains)
 
 

@@ -19,7 +19,10 @@ model's fastest predicted swept setting is within 10 % of the sweep's fastest me
 
 A case whose truth was measured while other processes took the CPU (more than half of the
 sweep's kept windows still over the rounds' interference limit at their second reading) is not
-admitted: its errors are shown, never read into a band or a goal (DISTURBED_TRUTH).
+admitted: its errors are shown, never read into a band or a goal (DISTURBED_TRUTH). Nor is one
+swept setting whose median step is faster than its slowest Python operator alone at that setting
+(the probe's reading) allows, by more than the probe's own spread (IMPLAUSIBLE_BELOW): a step cannot
+beat its input, so that truth is a flawed window (mindcv's 1-process windows, 2026-12-08).
 """
 
 from __future__ import annotations
@@ -40,6 +43,10 @@ from perfstudy.run.summary import RunSummary, read_summary
 
 CASE_FILE = "case.json"
 DISTURBED_TRUTH = 0.5  # share of a sweep's kept windows over the interference limit
+# A training's step cannot beat its slowest operator alone: a swept setting measured under this
+# share of that operator's probe reading at the setting (the probe's own spread is ~15 %) is a
+# flawed truth (e.g. windows that counted batches buffered before them), not the model's error.
+IMPLAUSIBLE_BELOW = 0.8
 
 
 @dataclass(frozen=True)
@@ -93,6 +100,17 @@ class CasePoint:
     measured_low_ms: float | None = None  # the sweep median's own interval over its rounds
     measured_high_ms: float | None = None  # (how precisely the truth itself is known)
     rounds: int = 0  # the sweep's rounds behind measured_ms
+    alone_ms: float | None = None  # the slowest probed operator alone at this setting (probe)
+
+    @property
+    def plausible(self) -> bool:
+        """Its truth no faster than its slowest operator alone allows (IMPLAUSIBLE_BELOW)."""
+        return self.alone_ms is None or self.measured_ms >= IMPLAUSIBLE_BELOW * self.alone_ms
+
+    @property
+    def usable(self) -> bool:
+        """Read into bands and goals: its case's truth undisturbed and this setting's plausible."""
+        return self.admitted and self.plausible
 
     @property
     def error(self) -> float:
@@ -158,18 +176,20 @@ def case_points(case: Case) -> list[CasePoint]:
     # the model's own setting: the diagnosed run's, every other operator as it ran
     predicted_own = predict(advice, canonical(advice.now)).step_ms
     out = []
+    probed = {s.label for s in advice.stages if s.kind == "probed"}
     for at, (point, step) in measured.items():
         row = predict(advice, point.settings)
+        alone = [ms for label, ms in row.stages_ms.items() if label in probed]
         out.append(CasePoint(case.name, case.info.truth, case.info.held_out, point.label,
                              at == own, step.median, row.step_ms, predicted_own, own_ms,
                              row.binding, case.admitted, _finite(step.low), _finite(step.high),
-                             step.n))
+                             step.n, max(alone) if alone else None))
     return out
 
 
 def calibrate(points: list[CasePoint], level: float = BAND_LEVEL, method: str = AUTO) -> ErrorBand:
-    """The band from every admitted calibration (not held-out) point."""
-    use = [p for p in points if not p.held_out and p.admitted]
+    """The band from every usable calibration (not held-out) point."""
+    use = [p for p in points if not p.held_out and p.usable]
     return band_from([p.error for p in use],
                      [p.gain_error for p in use if p.gain_error is not None],
                      [p.group for p in use], level, method)
@@ -200,7 +220,7 @@ def leave_one_out(points: list[CasePoint], level: float = BAND_LEVEL,
                   method: str = AUTO) -> list[Judged]:
     """Each calibration group judged by the band of the other groups; each held-out point by
     the band of every calibration group."""
-    calibration = [p for p in points if not p.held_out and p.admitted]
+    calibration = [p for p in points if not p.held_out and p.usable]
     out = []
     for p in points:
         others = [q for q in calibration if q.group != p.group]
@@ -261,7 +281,7 @@ class Goals:
 
 
 def goals(judged: list[Judged], held_out: bool) -> Goals | None:
-    rows = [j for j in judged if j.point.held_out == held_out and j.point.admitted]
+    rows = [j for j in judged if j.point.held_out == held_out and j.point.usable]
     if not rows:
         return None
     scores = [s for s in score_cases(rows)]

@@ -86,3 +86,18 @@ def test_a_prediction_inside_the_sweeps_own_interval_is_told_apart_from_one_outs
     tight = replace(point, measured_low_ms=1900.0, measured_high_ms=2100.0, rounds=12)
     assert loose.inside_truth and not tight.inside_truth
     assert pc.score_cases(pc.leave_one_out([loose]))[0].inside_truth == 1
+
+
+def test_a_truth_faster_than_its_operator_alone_is_shown_never_read_into_a_band():
+    """A step cannot beat its slowest operator alone (the probe's reading at that setting): a
+    sweep median under IMPLAUSIBLE_BELOW of it is a flawed window, kept out like a disturbed one."""
+    from dataclasses import replace
+    points = [_point(f"c{i}", f"g{i}", 1000 + 10 * i, 1000) for i in range(6)]
+    flawed = replace(_point("fast", "gfast", 600, 1000), alone_ms=900.0)
+    assert not flawed.plausible and not flawed.usable
+    slow_probe = replace(_point("ok", "gok", 1000, 1000), alone_ms=1000 / pc.IMPLAUSIBLE_BELOW)
+    assert slow_probe.plausible  # at the limit: within the probe's own spread
+    assert pc.calibrate(points + [flawed]) == pc.calibrate(points)
+    judged = pc.leave_one_out(points + [flawed])
+    assert pc.goals(judged, False).settings == len(points)
+    assert any(j.point.case == "fast" for j in judged)  # still judged and shown
