@@ -22,7 +22,8 @@ sweep's kept windows still over the rounds' interference limit at their second r
 admitted: its errors are shown, never read into a band or a goal (DISTURBED_TRUTH). Nor is one
 swept setting whose median step is faster than its slowest Python operator alone at that setting
 (the probe's reading) allows, by more than the probe's own spread (IMPLAUSIBLE_BELOW): a step cannot
-beat its input, so that truth is a flawed window (mindcv's 1-process windows, 2026-12-08).
+beat its input, so the window and the reading contradict each other and neither is the model's
+error to fit (mindcv's 1-process windows, 2026-12-08: docs/measurement.md).
 """
 
 from __future__ import annotations
@@ -44,8 +45,8 @@ from perfstudy.run.summary import RunSummary, read_summary
 CASE_FILE = "case.json"
 DISTURBED_TRUTH = 0.5  # share of a sweep's kept windows over the interference limit
 # A training's step cannot beat its slowest operator alone: a swept setting measured under this
-# share of that operator's probe reading at the setting (the probe's own spread is ~15 %) is a
-# flawed truth (e.g. windows that counted batches buffered before them), not the model's error.
+# share of that operator's probe reading at the setting (the probe's own spread is ~15 %)
+# contradicts the reading; one of the two is wrong, and it is not the model's error to fit.
 IMPLAUSIBLE_BELOW = 0.8
 
 

@@ -90,7 +90,7 @@ def test_a_prediction_inside_the_sweeps_own_interval_is_told_apart_from_one_outs
 
 def test_a_truth_faster_than_its_operator_alone_is_shown_never_read_into_a_band():
     """A step cannot beat its slowest operator alone (the probe's reading at that setting): a
-    sweep median under IMPLAUSIBLE_BELOW of it is a flawed window, kept out like a disturbed one."""
+    sweep median under IMPLAUSIBLE_BELOW of it contradicts that reading: kept out like a disturbed one."""
     from dataclasses import replace
     points = [_point(f"c{i}", f"g{i}", 1000 + 10 * i, 1000) for i in range(6)]
     flawed = replace(_point("fast", "gfast", 600, 1000), alone_ms=900.0)
