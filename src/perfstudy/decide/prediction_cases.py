@@ -46,7 +46,9 @@ CASE_FILE = "case.json"
 DISTURBED_TRUTH = 0.5  # share of a sweep's kept windows over the interference limit
 # A training's step cannot beat its slowest operator alone: a swept setting measured under this
 # share of that operator's probe reading at the setting (the probe's own spread is ~15 %)
-# contradicts the reading; one of the two is wrong, and it is not the model's error to fit.
+# contradicts the reading. Caveat (docs/measurement.md, 2026-12-08): a map with random
+# augmentation in worker processes varies 1.5x in cost by the window's seed, so there the reading
+# is one draw and such a point is the model's uncertainty; the probe should read several seeds.
 IMPLAUSIBLE_BELOW = 0.8
 
 
