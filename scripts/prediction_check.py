@@ -79,9 +79,8 @@ def record(results: Path, cases: Path) -> list[Path]:
 def _held(point: pc.CasePoint) -> str:
     if not point.admitted:
         return "not admitted"
-    if not point.plausible:
-        return f"{'yes' if point.held_out else 'no'}; not admitted (faster than its operator alone)"
-    return "yes" if point.held_out else "no"
+    held = "yes" if point.held_out else "no"
+    return held if point.plausible else f"{held}; not admitted (faster than its operator alone)"
 
 
 def _share(value: float | None) -> str:

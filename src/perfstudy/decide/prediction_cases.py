@@ -22,8 +22,9 @@ sweep's kept windows still over the rounds' interference limit at their second r
 admitted: its errors are shown, never read into a band or a goal (DISTURBED_TRUTH). Nor is one
 swept setting whose median step is faster than its slowest Python operator alone at that setting
 (the probe's reading) allows, by more than the probe's own spread (IMPLAUSIBLE_BELOW): a step cannot
-beat its input, so the window and the reading contradict each other and neither is the model's
-error to fit (mindcv's 1-process windows, 2026-12-08: docs/measurement.md).
+beat its input on the same work. Where the work varies by the window's seed (random augmentation
+in worker processes: mindcv's 1-process windows, 2026-12-08, docs/measurement.md) that premise
+fails and such a point is the model's own uncertainty; the rule is kept, and its effect stated.
 """
 
 from __future__ import annotations
